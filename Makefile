@@ -1,0 +1,93 @@
+# sbx — build, check, install, run, bench, fuzz. `make help` lists targets.
+ifeq ($(origin CC),default)
+CC       := gcc
+endif
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+VERSION  := 0.1.0
+
+CFLAGS   ?= -O2
+CFLAGS   += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 \
+            -fstack-protector-strong -g -MMD -MP -DSBX_VERSION='"$(VERSION)"'
+LDLIBS   := -ljansson -lseccomp -lcrypto
+ifeq ($(SAN),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+LIB_SRC  := $(wildcard src/lib/*.c)
+LIB_OBJ  := $(LIB_SRC:src/%.c=build/%.o)
+PROGRAMS := $(patsubst src/%/main.c,bin/%,$(wildcard src/sbx-*/main.c))
+UNIT_SRC := $(wildcard test/unit/test_*.c)
+UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%)
+MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
+
+.PHONY: all deps check run install uninstall clean bench fuzz help FORCE
+all: $(PROGRAMS) $(MANPAGES)
+
+help:
+	@echo "make [all]      build every program into bin/ (SAN=1: ASan+UBSan, CC=clang)"
+	@echo "make deps       install build and test dependencies (apt-get)"
+	@echo "make check      deps + build + unit tests + bats suites (root and sbxtest)"
+	@echo "make run        build and run the main program"
+	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
+	@echo "make bench      benchmarks, printed as ratios against an anchor"
+
+deps:
+	@sh mk/deps.sh
+
+# Every object depends on the exact compiler and flags: switching SAN or CC
+# rebuilds everything instead of linking mixed objects.
+build/flags: FORCE
+	@mkdir -p build
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS) $(LDFLAGS)' > $@
+
+build/%.o: src/%.c build/flags
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+build/libsbx.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# One link rule per program: the objects of src/<program>/ plus libsbx.
+define program_rule
+bin/$(1): $(patsubst src/%.c,build/%.o,$(wildcard src/$(1)/*.c)) build/libsbx.a
+	@mkdir -p bin
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach p,$(PROGRAMS:bin/%=%),$(eval $(call program_rule,$(p))))
+
+bin/test/%: test/unit/%.c build/libsbx.a build/flags
+	@mkdir -p bin/test
+	$(CC) $(CFLAGS) -Isrc/lib $(LDFLAGS) -o $@ $< build/libsbx.a $(LDLIBS) -lcmocka
+
+build/man/%: man/%.scd
+	@mkdir -p build/man
+	scdoc < $< > $@
+
+check: deps
+	@$(MAKE) --no-print-directory all $(UNITS)
+	@sh test/run.sh
+
+run: $(PROGRAMS)
+	bin/sbx-probe
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	for m in $(MANPAGES); do \
+		sec=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$sec/; done
+
+uninstall:
+	rm -f $(PROGRAMS:bin/%=$(DESTDIR)$(PREFIX)/bin/%)
+	for m in $(MANPAGES); do sec=$${m##*.}; rm -f $(DESTDIR)$(PREFIX)/share/man/man$$sec/$${m##*/}; done
+
+bench: all
+	@sh bench/run.sh
+
+clean:
+	rm -rf bin build
+
+-include $(LIB_OBJ:.o=.d) $(patsubst src/%.c,build/%.d,$(wildcard src/sbx-*/*.c))

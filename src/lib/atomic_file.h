@@ -1,0 +1,19 @@
+/* atomic_file.h — crash-safe file replacement: temp file in the same
+ * directory, fsync, rename over the target, fsync the directory. */
+#ifndef SBX_ATOMIC_FILE_H
+#define SBX_ATOMIC_FILE_H
+
+#include "error.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Replaces path with exactly buf[0..len) and the given mode. Readers see
+ * the old content or the new, never a mix; on failure nothing is left. */
+int sbx_atomic_write(const char *path, const void *buf, size_t len, mode_t mode,
+		     struct sbx_error *e);
+
+/* mkdir -p with the given mode for the components it creates. */
+int sbx_mkdir_p(const char *path, mode_t mode, struct sbx_error *e);
+
+#endif

@@ -1,0 +1,28 @@
+/* exitcodes.h — the exit-code table shared by every sbx stage; man pages
+ * print it from sbx_exit_table so the codes mean the same everywhere. */
+#ifndef SBX_EXITCODES_H
+#define SBX_EXITCODES_H
+
+#include <stddef.h>
+
+enum sbx_exit {
+	SBX_EXIT_OK = 0,         /* success */
+	SBX_EXIT_WORKLOAD = 1,   /* the workload ran and failed */
+	SBX_EXIT_USAGE = 2,      /* usage error or bad input */
+	SBX_EXIT_POLICY = 3,     /* refused by policy */
+	SBX_EXIT_NO_SANDBOX = 4, /* this environment cannot sandbox */
+	SBX_EXIT_INTERNAL = 5,   /* internal error (a bug or an I/O failure) */
+};
+
+struct sbx_exit_entry {
+	int code;
+	const char *name;    /* stable machine name */
+	const char *meaning; /* one line for --help and man pages */
+};
+
+extern const struct sbx_exit_entry sbx_exit_table[];
+extern const size_t sbx_exit_table_len;
+
+const char *sbx_exit_name(int code);
+
+#endif

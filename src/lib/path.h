@@ -1,0 +1,20 @@
+/* path.h — realpath containment: does a path, after resolving every
+ * symlink and "..", stay inside a root directory? */
+#ifndef SBX_PATH_H
+#define SBX_PATH_H
+
+#include "error.h"
+
+#include <stdbool.h>
+
+/* True when `inner` (already canonical) equals `root` or lies below it at a
+ * component boundary ("/a/bc" is not inside "/a/b"). Pure string logic. */
+bool sbx_path_is_within(const char *root, const char *inner);
+
+/* Resolves both with realpath(3) and checks containment. On success
+ * returns the resolved path (free() it); otherwise NULL and an error that
+ * names `what` (the field). A missing path or an escape is an error. */
+char *sbx_path_resolve_within(const char *root, const char *path, const char *what,
+			      struct sbx_error *e);
+
+#endif

@@ -1,0 +1,181 @@
+/* probe_cache.c — cache records keyed by (bwrap path, device, inode, size,
+ * mtime, uid); an flock serialises probers so concurrent callers share one
+ * probe; unusable answers expire after SBX_PROBE_UNUSABLE_TTL seconds. */
+#include "probe_cache.h"
+#include "atomic_file.h"
+#include "bwrap.h"
+#include "datadir.h"
+#include "diag.h"
+#include "hash.h"
+#include "io.h"
+#include "json.h"
+#include "probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CACHE_RECORD_CAP (1u << 20)
+
+/* What identifies the bwrap binary: a new install or a touch changes it. */
+static json_t *cache_key(const char *requested)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!sbx_find_executable(requested, path, sizeof(path)) || stat(path, &st) != 0)
+		return json_pack("{s:s,s:I}", "missing", requested, "uid", (json_int_t)geteuid());
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "path", path,
+			 "dev", (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino,
+			 "size", (json_int_t)st.st_size,
+			 "mtimeNs", (json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+			 "uid", (json_int_t)geteuid());
+}
+
+static int resolve_dir(const struct sbx_probe_request *req, char *out, size_t size)
+{
+	char data[PATH_MAX];
+
+	if (req->cache_dir)
+		return snprintf(out, size, "%s", req->cache_dir) < (int)size ? 0 : -1;
+	if (sbx_data_dir(data, sizeof(data)) != 0)
+		return -1;
+	return snprintf(out, size, "%s/cache", data) < (int)size ? 0 : -1;
+}
+
+/* The record file for a key: probe-u<uid>-<sha256 of the key's identity>. */
+static int record_path(const char *dir, const json_t *key, char *out, size_t size)
+{
+	char digest[SBX_SHA256_HEX_LEN + 1];
+	const char *who = sbx_json_string_or(key, "path", sbx_json_string_or(key, "missing", ""));
+
+	sbx_sha256_hex(who, strlen(who), digest);
+	int n = snprintf(out, size, "%s/probe-u%u-%.16s.json", dir, (unsigned)geteuid(), digest);
+	return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+/* A record is trusted only when we own it and nobody else can write it:
+ * a planted "usable" answer would otherwise steer every launch. */
+static json_t *read_record(const char *path)
+{
+	struct sbx_error e;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 022)) {
+		close(fd);
+		sbx_diag("warning", "probe-cache-untrusted", "Remove the file; sbx recreates it.",
+			 "%s: not a regular file owned by uid %u and writable only by it; ignored",
+			 path, (unsigned)geteuid());
+		return NULL;
+	}
+	size_t len;
+	char *buf = sbx_read_fd_capped(fd, CACHE_RECORD_CAP, &len, path, &e);
+	close(fd);
+	if (!buf)
+		return NULL;
+	json_t *record = sbx_json_parse(buf, len, path, &e);
+	free(buf);
+	return record;
+}
+
+/* The cached answer when the record matches the key and has not expired. */
+static json_t *fresh_answer(const char *path, const json_t *key)
+{
+	struct sbx_sandbox_profile profile;
+	json_t *record = read_record(path);
+	json_t *answer = json_object_get(record, "result");
+	json_int_t probed = json_integer_value(json_object_get(record, "probedAtEpoch"));
+
+	if (!record || !json_is_object(answer) || !json_equal(json_object_get(record, "key"), (json_t *)key) ||
+	    sbx_probe_profile(answer, &profile) != 0) {
+		json_decref(record);
+		return NULL;
+	}
+	time_t now = time(NULL);
+	if (!profile.usable && (now - probed >= SBX_PROBE_UNUSABLE_TTL || now < probed)) {
+		json_decref(record);
+		return NULL;
+	}
+	json_incref(answer);
+	json_decref(record);
+	return answer;
+}
+
+static void store(const char *path, json_t *key, const struct sbx_probe_result *r, json_t *answer)
+{
+	struct sbx_error e;
+	json_t *record = json_pack("{s:i,s:O,s:I,s:O}", "version", 1, "key", key,
+				   "probedAtEpoch", (json_int_t)r->probed_at, "result", answer);
+	char *text = json_dumps(record, JSON_COMPACT);
+
+	if (text && sbx_atomic_write(path, text, strlen(text), 0600, &e) != 0)
+		sbx_diag("warning", "probe-cache-write", NULL, "%s", e.message);
+	free(text);
+	json_decref(record);
+}
+
+static json_t *probe_now(const struct sbx_probe_request *req, struct sbx_probe_result *r)
+{
+	sbx_probe_run(sbx_bwrap_requested(req->bwrap), req->timeout_ms, r);
+	return sbx_probe_to_json(r);
+}
+
+static json_t *mark(json_t *answer, bool cached)
+{
+	json_object_set_new(answer, "cached", json_boolean(cached));
+	return answer;
+}
+
+json_t *sbx_probe(const struct sbx_probe_request *req)
+{
+	struct sbx_probe_result r;
+	struct sbx_error e;
+	char dir[PATH_MAX], path[PATH_MAX], lock_path[PATH_MAX + 8];
+
+	if (req->cache_dir && !*req->cache_dir)
+		return mark(probe_now(req, &r), false);
+	sbx_error_set(&e, 0, "", "cache directory path too long");
+	if (resolve_dir(req, dir, sizeof(dir)) != 0 || sbx_mkdir_p(dir, 0700, &e) != 0) {
+		sbx_diag("warning", "probe-cache-unavailable", "Pass --cache-dir or set SBX_DATA_DIR.",
+			 "probe cache directory unusable (%s); probing without a cache", e.message);
+		return mark(probe_now(req, &r), false);
+	}
+
+	json_t *key = cache_key(sbx_bwrap_requested(req->bwrap));
+	json_t *answer = NULL;
+	if (record_path(dir, key, path, sizeof(path)) != 0) {
+		json_decref(key);
+		return mark(probe_now(req, &r), false);
+	}
+	if (!req->refresh && (answer = fresh_answer(path, key))) {
+		json_decref(key);
+		return mark(answer, true);
+	}
+
+	/* One prober at a time per record; a waiter then finds the new answer. */
+	snprintf(lock_path, sizeof(lock_path), "%s.lock", path);
+	int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock >= 0)
+		while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
+			;
+	if (!req->refresh && (answer = fresh_answer(path, key))) {
+		mark(answer, true);
+	} else {
+		answer = mark(probe_now(req, &r), false);
+		store(path, key, &r, answer);
+	}
+	if (lock >= 0)
+		close(lock);
+	json_decref(key);
+	return answer;
+}

@@ -1,0 +1,47 @@
+/* spawn.h — starting a program safely: no shell, an explicit argv, stdin/
+ * stdout/stderr wired as asked, chosen fds at 3.., every other fd closed. */
+#ifndef SBX_SPAWN_H
+#define SBX_SPAWN_H
+
+#include "error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct sbx_spawn {
+	const char *const *argv; /* argv[0] is the executable's path (no PATH search) */
+	char *const *envp;       /* NULL: inherit this process's environment */
+	int stdin_fd;            /* -1: /dev/null */
+	int stdout_fd;           /* -1: /dev/null */
+	int stderr_fd;           /* -1: /dev/null */
+	const int *extra_fds;    /* become fds 3, 4, ... in the child, in order */
+	size_t n_extra;
+	bool new_process_group;  /* setpgid(0, 0) so the group can be killed */
+};
+
+/* Starts the program. Returns its pid, or -1 with an error when it could
+ * not be executed (exec's errno is in *exec_errno when not NULL). */
+pid_t sbx_spawn_start(const struct sbx_spawn *s, int *exec_errno, struct sbx_error *e);
+
+struct sbx_capture {
+	char *out, *err;        /* NUL-terminated, at most cap bytes each */
+	size_t out_len, err_len;
+	bool out_truncated, err_truncated;
+	bool timed_out;         /* killed (with its process group) at the deadline */
+	int status;             /* wait status, valid when the program ran */
+	int exec_errno;         /* nonzero when the program could not be executed */
+};
+
+/* Runs the program to completion with stdout and stderr captured (each
+ * capped at cap bytes; the rest is read and discarded) and a deadline of
+ * timeout_ms (0 = none). Returns 0 when it ran (whatever its exit), -1
+ * when it could not start (c->exec_errno, e set). Free with sbx_capture_free. */
+int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
+		      struct sbx_capture *c, struct sbx_error *e);
+void sbx_capture_free(struct sbx_capture *c);
+
+/* The last non-empty line of text, trimmed, copied into out. */
+void sbx_last_line(const char *text, char *out, size_t size);
+
+#endif
