@@ -31,11 +31,12 @@ static json_t *cache_key(const char *requested)
 
 	if (!sbx_find_executable(requested, path, sizeof(path)) || stat(path, &st) != 0)
 		return json_pack("{s:s,s:I}", "missing", requested, "uid", (json_int_t)geteuid());
-	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "path", path,
+	/* Every number below 2^53, so the record survives tools (jq) that
+	 * read JSON numbers as doubles. */
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "path", path,
 			 "dev", (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino,
-			 "size", (json_int_t)st.st_size,
-			 "mtimeNs", (json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
-			 "uid", (json_int_t)geteuid());
+			 "size", (json_int_t)st.st_size, "mtime", (json_int_t)st.st_mtim.tv_sec,
+			 "mtimeNsec", (json_int_t)st.st_mtim.tv_nsec, "uid", (json_int_t)geteuid());
 }
 
 static int resolve_dir(const struct sbx_probe_request *req, char *out, size_t size)

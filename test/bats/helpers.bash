@@ -1,0 +1,19 @@
+# helpers.bash — shared by the bats suites: assertions, paths to the built
+bats_require_minimum_version 1.5.0
+# programs and fixtures, and a JSON field reader.
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+SBX_BIN="$(cd "$BATS_TEST_DIRNAME/../../bin" && pwd)"
+FIXTURES="$(cd "$BATS_TEST_DIRNAME/../fixtures" && pwd)"
+export PATH="$SBX_BIN:$PATH"
+
+# jq_out FILTER: applies a jq filter to $output (the last `run`'s stdout).
+jq_out() {
+    printf '%s\n' "$output" | jq -r "$1"
+}
+
+# The stdout of the last `run` when stderr was kept apart (run --separate-stderr).
+count_lines() {
+    if [ -f "$1" ]; then grep -c "${2:-.}" "$1" || true; else echo 0; fi
+}

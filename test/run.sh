@@ -1,0 +1,60 @@
+#!/bin/sh
+# Runs every test suite and ends with one line "N passed, N failed": the C
+# unit tests (cmocka, TAP), every bats suite as the current user, and the
+# sandbox suites again as the unprivileged user sbxtest (created here).
+set -u
+cd "$(dirname "$0")/.."
+top=$(pwd)
+out=$(mktemp -d /tmp/sbx-check.XXXXXX)
+trap 'rm -rf "$out"' EXIT INT TERM
+passed=0
+failed=0
+
+# run_suite NAME CMD...: runs a suite that prints TAP, echoes it, tallies it.
+run_suite() {
+    name=$1
+    shift
+    echo "# --- $name"
+    "$@" > "$out/$name.tap" 2>&1
+    rc=$?
+    cat "$out/$name.tap"
+    ok=$(grep -c '^ok ' "$out/$name.tap")
+    bad=$(grep -c '^not ok ' "$out/$name.tap")
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+        echo "# $name exited $rc without reporting a failed test; counted as one failure"
+        bad=1
+    fi
+    passed=$((passed + ok))
+    failed=$((failed + bad))
+}
+
+for unit in bin/test/test_*; do
+    [ -x "$unit" ] || continue
+    run_suite "unit-$(basename "$unit")" env CMOCKA_MESSAGE_OUTPUT=TAP "$unit"
+done
+
+for suite in test/bats/*.bats; do
+    run_suite "$(basename "$suite" .bats)-as-$(id -un)" bats --tap "$suite"
+done
+
+# The deployment runs sandboxes as an unprivileged user: run the sandbox
+# suites again as sbxtest, from a copy it can read wherever this tree lives.
+SANDBOX_SUITES="probe probe-cache"
+if [ "$(id -u)" -eq 0 ]; then
+    id sbxtest >/dev/null 2>&1 ||
+        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sbxtest
+    stage="$out/stage"
+    mkdir -p "$stage"
+    cp -R bin test "$stage/"
+    chmod -R a+rX "$stage"
+    chmod 755 "$out"
+    for s in $SANDBOX_SUITES; do
+        run_suite "$s-as-sbxtest" runuser -u sbxtest -- env HOME="$stage" TMPDIR=/tmp \
+            bats --tap "$stage/test/bats/$s.bats"
+    done
+else
+    echo "# not root: the sbxtest runs and the namespace refusals are skipped"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
