@@ -32,6 +32,7 @@ help:
 	@echo "make run        build and run the main program"
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make bench      benchmarks, printed as ratios against an anchor"
+	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)"
 
 deps:
 	@sh mk/deps.sh
@@ -86,6 +87,9 @@ uninstall:
 
 bench: all
 	@sh bench/run.sh
+
+fuzz:
+	@sh fuzz/run.sh
 
 clean:
 	rm -rf bin build

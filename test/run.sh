@@ -45,7 +45,7 @@ if [ "$(id -u)" -eq 0 ]; then
         useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sbxtest
     stage="$out/stage"
     mkdir -p "$stage"
-    cp -R bin test "$stage/"
+    cp -R bin test contrib "$stage/"
     chmod -R a+rX "$stage"
     chmod 755 "$out"
     for s in $SANDBOX_SUITES; do

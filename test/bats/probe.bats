@@ -181,3 +181,19 @@ setup() {
     assert_success
     assert_output --regexp '^sbx-probe [0-9]+\.[0-9]+\.[0-9]+$'
 }
+
+@test "contrib/examples/probe-gate.sh runs the job on a fully usable host and refuses a degraded one" {
+    gate="$BATS_TEST_DIRNAME/../../contrib/examples/probe-gate.sh"
+    [ -x "$gate" ] || skip "contrib/ is not part of this copy of the tree"
+    SBX_DATA_DIR="$BATS_TEST_TMPDIR/data" run "$gate" -- echo ran
+    assert_success
+    assert_output ran
+    SBX_DATA_DIR="$BATS_TEST_TMPDIR/data" SBX_BWRAP="$FIXTURES/bwrap/old-bwrap" run "$gate" -- echo ran
+    assert_failure 3
+    assert_output --partial "remedy: Upgrade bubblewrap"
+    SBX_DATA_DIR="$BATS_TEST_TMPDIR/data" SBX_BWRAP="$FIXTURES/bwrap/old-bwrap" \
+        run "$gate" --allow-degraded -- echo ran
+    assert_success
+    SBX_DATA_DIR="$BATS_TEST_TMPDIR/data" SBX_BWRAP="$FIXTURES/bwrap/unusable-bwrap" run "$gate" -- echo ran
+    assert_failure 4
+}

@@ -1,0 +1,147 @@
+/* test_spawn.c — safe spawn: no shell, fds closed but the chosen ones,
+ * capture caps, deadlines that kill the whole group, exec failures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int capture(const char *const *argv, int timeout_ms, size_t cap, struct sbx_capture *c)
+{
+	struct sbx_error e;
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1 };
+	return sbx_spawn_capture(&s, timeout_ms, cap, c, &e);
+}
+
+static void captures_stdout_and_stderr_apart(void **state)
+{
+	(void)state;
+	const char *argv[] = { "/bin/sh", "-c", "echo out; echo err >&2; exit 3", NULL };
+	struct sbx_capture c;
+	assert_int_equal(capture(argv, 5000, 1024, &c), 0);
+	assert_string_equal(c.out, "out\n");
+	assert_string_equal(c.err, "err\n");
+	assert_true(WIFEXITED(c.status));
+	assert_int_equal(WEXITSTATUS(c.status), 3);
+	assert_false(c.timed_out);
+	sbx_capture_free(&c);
+}
+
+static void output_beyond_the_cap_is_dropped_and_flagged(void **state)
+{
+	(void)state;
+	const char *argv[] = { "/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x", NULL };
+	struct sbx_capture c;
+	assert_int_equal(capture(argv, 5000, 1000, &c), 0);
+	assert_int_equal(c.out_len, 1000);
+	assert_true(c.out_truncated);
+	assert_int_equal(WEXITSTATUS(c.status), 0); /* drained, so no SIGPIPE */
+	sbx_capture_free(&c);
+}
+
+static void deadline_kills_the_process_group(void **state)
+{
+	(void)state;
+	/* The grandchild writes its pid, then both wait forever. */
+	const char *argv[] = { "/bin/sh", "-c", "tail -f /dev/null & echo $!; wait", NULL };
+	struct sbx_capture c;
+	assert_int_equal(capture(argv, 200, 1024, &c), 0);
+	assert_true(c.timed_out);
+	pid_t grandchild = (pid_t)atoi(c.out);
+	assert_true(grandchild > 0);
+	/* Killed with its group: its pidfd turns readable when it has exited.
+	 * Left alive, the poll runs out and the test fails. */
+	int pidfd = (int)syscall(SYS_pidfd_open, grandchild, 0);
+	if (pidfd >= 0) {
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+		assert_int_equal(poll(&p, 1, 10000), 1);
+		close(pidfd);
+	} else {
+		assert_int_equal(errno, ESRCH); /* already reaped */
+	}
+	sbx_capture_free(&c);
+}
+
+static void only_std_and_extra_fds_are_inherited(void **state)
+{
+	(void)state;
+	int leak = open("/dev/null", O_RDONLY); /* deliberately not CLOEXEC */
+	int pass[2];
+	assert_int_equal(pipe(pass), 0);
+	assert_int_equal(write(pass[1], "fd3", 3), 3);
+	close(pass[1]);
+
+	const char *argv[] = { "/bin/sh", "-c", "ls /proc/self/fd | sort -n | tr '\\n' ' '; cat <&3", NULL };
+	struct sbx_error e;
+	struct sbx_capture c;
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .extra_fds = &pass[0], .n_extra = 1 };
+	assert_int_equal(sbx_spawn_capture(&s, 5000, 1024, &c, &e), 0);
+	/* 0 1 2 3, plus the fd ls itself opens on /proc/self/fd. */
+	assert_string_equal(c.out, "0 1 2 3 4 fd3");
+	sbx_capture_free(&c);
+	close(leak);
+	close(pass[0]);
+}
+
+static void exec_failure_is_reported_with_errno(void **state)
+{
+	(void)state;
+	const char *argv[] = { "/nonexistent/program", NULL };
+	struct sbx_capture c;
+	struct sbx_error e;
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1 };
+	assert_int_equal(sbx_spawn_capture(&s, 1000, 64, &c, &e), -1);
+	assert_int_equal(c.exec_errno, ENOENT);
+	assert_string_equal(e.code, "spawn-failed");
+	assert_non_null(strstr(e.message, "/nonexistent/program"));
+	sbx_capture_free(&c);
+}
+
+static void no_shell_interprets_arguments(void **state)
+{
+	(void)state;
+	const char *argv[] = { "/bin/echo", "$(id)", ";", "`x`", NULL };
+	struct sbx_capture c;
+	assert_int_equal(capture(argv, 5000, 1024, &c), 0);
+	assert_string_equal(c.out, "$(id) ; `x`\n");
+	sbx_capture_free(&c);
+}
+
+static void last_line_skips_blank_lines_and_trims(void **state)
+{
+	(void)state;
+	char out[64];
+	sbx_last_line("first\n  bwrap: refused  \n\n \n", out, sizeof(out));
+	assert_string_equal(out, "bwrap: refused");
+	sbx_last_line("", out, sizeof(out));
+	assert_string_equal(out, "");
+	sbx_last_line("only", out, sizeof(out));
+	assert_string_equal(out, "only");
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(captures_stdout_and_stderr_apart),
+		cmocka_unit_test(output_beyond_the_cap_is_dropped_and_flagged),
+		cmocka_unit_test(deadline_kills_the_process_group),
+		cmocka_unit_test(only_std_and_extra_fds_are_inherited),
+		cmocka_unit_test(exec_failure_is_reported_with_errno),
+		cmocka_unit_test(no_shell_interprets_arguments),
+		cmocka_unit_test(last_line_skips_blank_lines_and_trims),
+	};
+	return cmocka_run_group_tests_name("spawn", tests, NULL, NULL);
+}
