@@ -67,8 +67,7 @@ static int attempt_run(const char *bwrap, const struct attempt *a, int timeout_m
 	}
 	detail[0] = '\0';
 	if (sbx_spawn_capture(&s, timeout_ms, SBX_PROBE_OUTPUT_CAP, &c, &e) != 0) {
-		snprintf(detail, size, "%s", e.message);
-		sbx_capture_free(&c);
+		snprintf(detail, size, "%.900s", e.message);
 		return -1;
 	}
 	int status = c.timed_out ? -1 : c.status;

@@ -182,12 +182,14 @@ int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
 	c->err = calloc(1, 1);
 	if (!c->out || !c->err || pipe2(out, O_CLOEXEC) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "spawn-failed", "pipe: %s", strerror(errno));
+		sbx_capture_free(c);
 		return -1;
 	}
 	if (pipe2(err, O_CLOEXEC) != 0) {
 		close(out[0]);
 		close(out[1]);
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "spawn-failed", "pipe: %s", strerror(errno));
+		sbx_capture_free(c);
 		return -1;
 	}
 	run.stdout_fd = out[1];
@@ -199,6 +201,7 @@ int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
 	if (pid < 0) {
 		close(out[0]);
 		close(err[0]);
+		sbx_capture_free(c);
 		return -1;
 	}
 

@@ -36,7 +36,8 @@ struct sbx_capture {
 /* Runs the program to completion with stdout and stderr captured (each
  * capped at cap bytes; the rest is read and discarded) and a deadline of
  * timeout_ms (0 = none). Returns 0 when it ran (whatever its exit), -1
- * when it could not start (c->exec_errno, e set). Free with sbx_capture_free. */
+ * when it could not start (c->exec_errno, e set; nothing to free). After a
+ * 0, free the buffers with sbx_capture_free. */
 int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
 		      struct sbx_capture *c, struct sbx_error *e);
 void sbx_capture_free(struct sbx_capture *c);

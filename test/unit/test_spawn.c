@@ -106,7 +106,7 @@ static void exec_failure_is_reported_with_errno(void **state)
 	assert_int_equal(c.exec_errno, ENOENT);
 	assert_string_equal(e.code, "spawn-failed");
 	assert_non_null(strstr(e.message, "/nonexistent/program"));
-	sbx_capture_free(&c);
+	assert_null(c.out); /* nothing left to free: ASan's leak check holds us to it */
 }
 
 static void no_shell_interprets_arguments(void **state)
