@@ -89,7 +89,8 @@ int sbx_mkdir_p(const char *path, mode_t mode, struct sbx_error *e)
 			continue;
 		char saved = *p;
 		*p = '\0';
-		if (mkdir(buf, mode) != 0 && errno != EEXIST) {
+		/* Parents are made searchable; only the last component gets mode. */
+		if (mkdir(buf, saved == '\0' ? mode : 0755) != 0 && errno != EEXIST) {
 			sbx_error_set(e, SBX_EXIT_INTERNAL, "mkdir-failed", "%s: cannot create directory: %s",
 				      buf, strerror(errno));
 			return -1;

@@ -13,7 +13,7 @@
 int sbx_atomic_write(const char *path, const void *buf, size_t len, mode_t mode,
 		     struct sbx_error *e);
 
-/* mkdir -p with the given mode for the components it creates. */
+/* mkdir -p: the last component is created with mode, missing parents 0755. */
 int sbx_mkdir_p(const char *path, mode_t mode, struct sbx_error *e);
 
 #endif

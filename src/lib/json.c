@@ -10,7 +10,7 @@ json_t *sbx_json_parse(const char *buf, size_t len, const char *source,
 		       struct sbx_error *e)
 {
 	json_error_t jerr;
-	json_t *v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	json_t *v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 
 	if (!v) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-json", "%s:%d:%d: %s",

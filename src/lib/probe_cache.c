@@ -6,7 +6,7 @@
 #include "bwrap.h"
 #include "datadir.h"
 #include "diag.h"
-#include "hash.h"
+#include "fnv.h"
 #include "io.h"
 #include "json.h"
 #include "probe.h"
@@ -50,14 +50,14 @@ static int resolve_dir(const struct sbx_probe_request *req, char *out, size_t si
 	return snprintf(out, size, "%s/cache", data) < (int)size ? 0 : -1;
 }
 
-/* The record file for a key: probe-u<uid>-<sha256 of the key's identity>. */
+/* The record file for a key: probe-u<uid>-<FNV-1a of the bwrap path>. */
 static int record_path(const char *dir, const json_t *key, char *out, size_t size)
 {
-	char digest[SBX_SHA256_HEX_LEN + 1];
 	const char *who = sbx_json_string_or(key, "path", sbx_json_string_or(key, "missing", ""));
+	unsigned long long digest = sbx_fnv1a64(SBX_FNV_INIT, who, strlen(who));
 
-	sbx_sha256_hex(who, strlen(who), digest);
-	int n = snprintf(out, size, "%s/probe-u%u-%.16s.json", dir, (unsigned)geteuid(), digest);
+	/* The name only spreads records; the stored key is compared in full. */
+	int n = snprintf(out, size, "%s/probe-u%u-%016llx.json", dir, (unsigned)geteuid(), digest);
 	return n > 0 && (size_t)n < size ? 0 : -1;
 }
 

@@ -1,0 +1,34 @@
+#!/bin/bash
+# sbx-launch running /bin/true against the very same bwrap argv run directly
+# (same filter on fd 3), interleaved in one run; prints the medians and the
+# ratio (goal: at most 1.05).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-40}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+mkdir "$work/ws"
+export SBX_DATA_DIR="$work/data"
+spec="$work/spec.json"
+printf '{"argv":["/bin/true"],"workspace":"%s"}\n' "$work/ws" > "$spec"
+
+bin/sbx-launch --dry-run "$spec" > "$work/dry.json"
+mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
+filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
+bin/sbx-launch "$spec"    # warm every cache once
+
+direct=() launch=()
+for ((i = 0; i < N; i++)); do
+    t0=$(date +%s%N); "${argv[@]}" 3<"$filter"; t1=$(date +%s%N)
+    bin/sbx-launch "$spec"; t2=$(date +%s%N)
+    direct+=($((t1 - t0))) launch+=($((t2 - t1)))
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+md=$(median "${direct[@]}") ml=$(median "${launch[@]}")
+awk -v d="$md" -v l="$ml" -v n="$N" 'BEGIN {
+    printf "runs each:                      %d (interleaved)\n", n
+    printf "anchor: bwrap argv run directly: %.2f ms median\n", d / 1e6
+    printf "sbx-launch spec:                 %.2f ms median\n", l / 1e6
+    printf "ratio:                           %.3f (goal <= 1.05)\n", l / d
+}'

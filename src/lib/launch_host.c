@@ -1,0 +1,100 @@
+/* launch_host.c — scanning the host paths a launch binds or masks. */
+#include "launch_host.h"
+#include "path.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const ca_dirs[] = { "/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/pki/ca-trust", NULL };
+static const char *const ca_bundles[] = {
+	"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem", NULL,
+};
+static const char *const interpreter_dirs[] = { "/usr/bin", "/usr/local/bin", NULL };
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* python, python3, python3.N, R, Rscript */
+static bool is_interpreter(const char *name)
+{
+	if (!strcmp(name, "python") || !strcmp(name, "python3") || !strcmp(name, "R") || !strcmp(name, "Rscript"))
+		return true;
+	if (strncmp(name, "python3.", 8) != 0 || !name[8])
+		return false;
+	for (const char *p = name + 8; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+static int by_string(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void scan_interpreters(struct sbx_strvec *masks)
+{
+	for (size_t d = 0; interpreter_dirs[d]; d++) {
+		DIR *dir = opendir(interpreter_dirs[d]);
+		for (struct dirent *de; dir && (de = readdir(dir));) {
+			char path[PATH_MAX];
+			if (!is_interpreter(de->d_name) ||
+			    snprintf(path, sizeof(path), "%s/%s", interpreter_dirs[d], de->d_name) >= (int)sizeof(path))
+				continue;
+			char *real = realpath(path, NULL);
+			/* Dangling links are skipped; only what /usr shows inside counts. */
+			if (real && is_file(real) && sbx_path_is_within("/usr", real))
+				sbx_strvec_push(masks, real);
+			free(real);
+		}
+		if (dir)
+			closedir(dir);
+	}
+	if (masks->len < 2)
+		return;
+	qsort(masks->items, masks->len, sizeof(char *), by_string);
+	size_t out = 1;
+	for (size_t i = 1; i < masks->len; i++) {
+		if (strcmp(masks->items[i], masks->items[out - 1]) == 0)
+			free(masks->items[i]);
+		else
+			masks->items[out++] = masks->items[i];
+	}
+	masks->len = out;
+	masks->items[out] = NULL;
+}
+
+void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h)
+{
+	memset(h, 0, sizeof(*h));
+	sbx_strvec_init(&h->masks);
+	h->alternatives = is_dir("/etc/alternatives");
+	h->fonts = is_dir("/etc/fonts");
+	for (size_t i = 0; ca_dirs[i] && !h->ca_dir[0]; i++)
+		if (is_dir(ca_dirs[i]))
+			snprintf(h->ca_dir, sizeof(h->ca_dir), "%s", ca_dirs[i]);
+	for (size_t i = 0; ca_bundles[i] && !h->ca_bundle[0]; i++)
+		if (is_file(ca_bundles[i]))
+			snprintf(h->ca_bundle, sizeof(h->ca_bundle), "%s", ca_bundles[i]);
+	h->ca_bundle_in_dir = h->ca_dir[0] && h->ca_bundle[0] && sbx_path_is_within(h->ca_dir, h->ca_bundle);
+	if (with_masks)
+		scan_interpreters(&h->masks);
+}
+
+void sbx_launch_host_free(struct sbx_launch_host *h)
+{
+	sbx_strvec_free(&h->masks);
+}

@@ -1,0 +1,27 @@
+/* launch_host.h — what of the host a sandbox may see: /etc/alternatives,
+ * fonts, CA certificates, and the host interpreters a managed environment
+ * must mask. Scanned fresh for each launch (a few stat calls). */
+#ifndef SBX_LAUNCH_HOST_H
+#define SBX_LAUNCH_HOST_H
+
+#include "strvec.h"
+
+#include <limits.h>
+#include <stdbool.h>
+
+struct sbx_launch_host {
+	bool alternatives;           /* /etc/alternatives exists */
+	bool fonts;                  /* /etc/fonts exists */
+	char ca_dir[PATH_MAX];       /* first hashed CA directory, "" none */
+	char ca_bundle[PATH_MAX];    /* first CA bundle file, "" none */
+	bool ca_bundle_in_dir;       /* the bundle lies inside ca_dir */
+	struct sbx_strvec masks;     /* resolved host interpreters to hide */
+};
+
+/* with_masks: also list python, python3, python3.N, R, Rscript in /usr/bin
+ * and /usr/local/bin, resolved (never the symlink itself: binding onto a
+ * symlink fails on hosts using /etc/alternatives), de-duplicated, sorted. */
+void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h);
+void sbx_launch_host_free(struct sbx_launch_host *h);
+
+#endif

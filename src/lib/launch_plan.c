@@ -1,0 +1,125 @@
+/* launch_plan.c — the sandbox, step by step. Order matters to bwrap: every
+ * mount point is created before `--remount-ro /` freezes the root. */
+#include "launch_plan.h"
+#include "exitcodes.h"
+
+#include <string.h>
+
+#define SCIENCE_ENV "/opt/science-env"
+
+static void setenv_(struct sbx_launch_plan *p, const char *key, const char *value)
+{
+	sbx_strvec_push(&p->env_keys, key);
+	sbx_strvec_push(&p->env_values, value);
+}
+
+/* Baseline first, then the spec's own variables (their names were checked:
+ * none of them can override a baseline key). */
+static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_host *h,
+		      struct sbx_launch_plan *p)
+{
+	setenv_(p, "HOME", "/tmp");
+	setenv_(p, "PATH", s->env_prefix ? SCIENCE_ENV "/bin:/usr/bin:/bin" : "/usr/bin:/bin");
+	setenv_(p, "LANG", "C.UTF-8");
+	setenv_(p, "PYTHONNOUSERSITE", "1");
+	if (h->ca_bundle[0]) {
+		setenv_(p, "SSL_CERT_FILE", h->ca_bundle);
+		setenv_(p, "CURL_CA_BUNDLE", h->ca_bundle);
+		setenv_(p, "REQUESTS_CA_BUNDLE", h->ca_bundle);
+	}
+	if (h->ca_dir[0])
+		setenv_(p, "SSL_CERT_DIR", h->ca_dir);
+	for (size_t i = 0; i < s->env_keys.len; i++)
+		setenv_(p, s->env_keys.items[i], s->env_values.items[i]);
+}
+
+static void ro_bind(struct sbx_strvec *a, const char *src, const char *dst)
+{
+	sbx_strvec_pushl(a, "--ro-bind", src, dst, NULL);
+}
+
+int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sandbox_profile *probe,
+			  const struct sbx_launch_host *h, const struct sbx_identity *id,
+			  struct sbx_launch_plan *p, struct sbx_error *e)
+{
+	struct sbx_strvec *a = &p->argv;
+
+	memset(p, 0, sizeof(*p));
+	sbx_strvec_push(a, probe->bwrap_path);
+	/* Namespaces, no capabilities. --new-session keeps TIOCSTI away from
+	 * the caller's terminal (seccomp refuses it too). The caller kills the
+	 * sandbox by killing bwrap: --die-with-parent takes down the sandbox's
+	 * pid 1 and with it the whole pid namespace, which no setsid() inside
+	 * can escape (a process-group kill could be). */
+	sbx_strvec_pushl(a, "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user", NULL);
+	if (probe->disable_userns)
+		sbx_strvec_push(a, "--disable-userns");
+	sbx_strvec_pushl(a, "--cap-drop", "ALL", NULL);
+
+	/* The read-only system. */
+	ro_bind(a, "/usr", "/usr");
+	sbx_strvec_pushl(a, "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+			 "--symlink", "usr/lib64", "/lib64", NULL);
+	if (h->alternatives)
+		ro_bind(a, "/etc/alternatives", "/etc/alternatives");
+	if (h->fonts)
+		ro_bind(a, "/etc/fonts", "/etc/fonts");
+	if (h->ca_dir[0])
+		ro_bind(a, h->ca_dir, h->ca_dir);
+	if (h->ca_bundle[0] && !h->ca_bundle_in_dir)
+		ro_bind(a, h->ca_bundle, h->ca_bundle);
+	ro_bind(a, id->passwd, "/etc/passwd");
+	ro_bind(a, id->group, "/etc/group");
+
+	/* Kernel views: bwrap's fresh procfs covers /proc/sys, sysrq-trigger,
+	 * irq and bus read-only; the fallback binds the host's read-only. */
+	if (probe->proc_bind)
+		ro_bind(a, "/proc", "/proc");
+	else
+		sbx_strvec_pushl(a, "--proc", "/proc", NULL);
+	sbx_strvec_pushl(a, "--dev", "/dev", NULL);
+
+	/* A managed environment hides the host's interpreters. */
+	for (size_t i = 0; i < h->masks.len; i++)
+		ro_bind(a, "/dev/null", h->masks.items[i]);
+	sbx_strvec_push(a, "--size");
+	sbx_strvec_pushf(a, "%lld", s->tmp_size);
+	sbx_strvec_pushl(a, "--tmpfs", "/tmp", NULL);
+	if (s->env_prefix) {
+		/* Twice: conda embeds the absolute prefix in scripts and libraries. */
+		ro_bind(a, s->env_prefix, SCIENCE_ENV);
+		if (strcmp(s->env_prefix, SCIENCE_ENV) != 0)
+			ro_bind(a, s->env_prefix, s->env_prefix);
+	}
+
+	/* The workspace, under its read-only parent when there is one. */
+	if (s->ro_parent)
+		ro_bind(a, s->ro_parent, s->parent_mount);
+	if (s->workspace)
+		sbx_strvec_pushl(a, "--bind", s->workspace, s->ws_mount, NULL);
+
+	/* Freeze the root: only /tmp and the workspace stay writable. */
+	sbx_strvec_pushl(a, "--remount-ro", "/", "--chdir", s->cwd, "--clearenv", NULL);
+	build_env(s, h, p);
+	for (size_t i = 0; i < p->env_keys.len; i++)
+		sbx_strvec_pushl(a, "--setenv", p->env_keys.items[i], p->env_values.items[i], NULL);
+	sbx_strvec_pushf(a, "--seccomp");
+	sbx_strvec_pushf(a, "%d", SBX_SECCOMP_FD);
+	/* After "--" an argv of "--tmpfs" is a program name, never an option. */
+	sbx_strvec_push(a, "--");
+	for (size_t i = 0; i < s->argv.len; i++)
+		sbx_strvec_push(a, s->argv.items[i]);
+
+	if (a->failed || p->env_keys.failed || p->env_values.failed) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "building the bwrap command line");
+		return -1;
+	}
+	return 0;
+}
+
+void sbx_launch_plan_free(struct sbx_launch_plan *p)
+{
+	sbx_strvec_free(&p->argv);
+	sbx_strvec_free(&p->env_keys);
+	sbx_strvec_free(&p->env_values);
+}

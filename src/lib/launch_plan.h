@@ -1,0 +1,26 @@
+/* launch_plan.h — the bwrap command line and the workload's environment for
+ * one launch, built in one function that reads top to bottom. */
+#ifndef SBX_LAUNCH_PLAN_H
+#define SBX_LAUNCH_PLAN_H
+
+#include "error.h"
+#include "identity.h"
+#include "launch_host.h"
+#include "launch_spec.h"
+#include "probe.h"
+#include "strvec.h"
+
+#define SBX_SECCOMP_FD 3 /* where bwrap finds the filter (--seccomp 3) */
+
+struct sbx_launch_plan {
+	struct sbx_strvec argv;       /* bwrap's absolute path first */
+	struct sbx_strvec env_keys;   /* the workload's environment, in order */
+	struct sbx_strvec env_values;
+};
+
+int sbx_launch_plan_build(const struct sbx_launch_spec *spec, const struct sbx_sandbox_profile *probe,
+			  const struct sbx_launch_host *host, const struct sbx_identity *id,
+			  struct sbx_launch_plan *plan, struct sbx_error *e);
+void sbx_launch_plan_free(struct sbx_launch_plan *plan);
+
+#endif

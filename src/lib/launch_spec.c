@@ -1,0 +1,274 @@
+/* launch_spec.c — the launch spec's schema table and its validation. */
+#include "launch_spec.h"
+#include "exitcodes.h"
+#include "json.h"
+#include "launch_env.h"
+#include "path.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define ARGV_MAX_ITEMS 4096
+#define ARGV_MAX_BYTES (1u << 20)
+
+static const struct sbx_json_field spec_fields[] = {
+	{ "argv", SBX_JSON_ARRAY, true, false },
+	{ "workspace", SBX_JSON_STRING, false, true },
+	{ "readOnlyWorkspace", SBX_JSON_STRING, false, true },
+	{ "cwd", SBX_JSON_STRING, false, true },
+	{ "env", SBX_JSON_OBJECT, false, true },
+	{ "network", SBX_JSON_OBJECT, false, true },
+	{ "environment", SBX_JSON_OBJECT, false, true },
+	{ "devices", SBX_JSON_ANY, false, true },
+	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
+};
+static const struct sbx_json_field network_fields[] = {
+	{ "mode", SBX_JSON_STRING, true, false },
+};
+static const struct sbx_json_field environment_fields[] = {
+	{ "prefix", SBX_JSON_STRING, true, false },
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int bad(struct sbx_error *e, const char *code, const char *field, const char *what)
+{
+	sbx_error_set(e, SBX_EXIT_USAGE, code, "%s: %s", field, what);
+	return -1;
+}
+
+static int parse_argv(const json_t *argv, struct sbx_launch_spec *s, struct sbx_error *e)
+{
+	size_t i, total = 0;
+	json_t *item;
+
+	if (json_array_size(argv) == 0)
+		return bad(e, "bad-field", "argv", "must be a non-empty array of strings");
+	if (json_array_size(argv) > ARGV_MAX_ITEMS)
+		return bad(e, "bad-field", "argv", "more than 4096 items");
+	json_array_foreach(argv, i, item) {
+		if (!json_is_string(item)) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "argv[%zu]: must be a string", i);
+			return -1;
+		}
+		total += json_string_length(item) + 1;
+		sbx_strvec_push(&s->argv, json_string_value(item));
+	}
+	if (json_string_length(json_array_get(argv, 0)) == 0)
+		return bad(e, "bad-field", "argv[0]", "must not be empty");
+	if (total > ARGV_MAX_BYTES)
+		return bad(e, "bad-field", "argv", "larger than 1 MiB in total");
+	return 0;
+}
+
+/* An absolute host directory, resolved. */
+static char *host_dir(const char *path, const char *field, struct sbx_error *e)
+{
+	struct stat st;
+
+	if (path[0] != '/') {
+		bad(e, "bad-path", field, "must be an absolute path");
+		return NULL;
+	}
+	char *real = realpath(path, NULL);
+	if (!real) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: %.300s: %s", field, path, strerror(errno));
+		return NULL;
+	}
+	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: %.300s is not a directory", field, path);
+		free(real);
+		return NULL;
+	}
+	return real;
+}
+
+/* Where the workspace and its read-only parent appear (runner-api 5.1). */
+static int place_workspace(struct sbx_launch_spec *s)
+{
+	if (s->ro_parent && strcmp(s->ro_parent, s->workspace) != 0 &&
+	    sbx_path_is_within(s->ro_parent, s->workspace)) {
+		const char *rel = s->workspace + strlen(s->ro_parent);
+		while (*rel == '/')
+			rel++;
+		s->parent_mount = strdup("/workspace");
+		if (asprintf(&s->ws_mount, "/workspace/%s", rel) < 0)
+			s->ws_mount = NULL;
+	} else {
+		s->ws_mount = strdup("/workspace");
+		if (s->ro_parent)
+			s->parent_mount = strdup("/parent_workspace");
+	}
+	return s->ws_mount && (!s->ro_parent || s->parent_mount) ? 0 : -1;
+}
+
+/* No empty, "." or ".." segment: the path means what it says. */
+static int plain_segments(const char *path)
+{
+	for (const char *p = path; *p;) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		if (n == 0 && p != path)
+			return 0;
+		p += n + (slash ? 1 : 0);
+		if (slash && !*p)
+			return 0; /* trailing slash */
+	}
+	return 1;
+}
+
+static int parse_cwd(const json_t *cwd, struct sbx_launch_spec *s, struct sbx_error *e)
+{
+	const char *want = json_is_string(cwd) ? json_string_value(cwd) : NULL;
+
+	if (!s->workspace) {
+		if (want)
+			return bad(e, "bad-field", "cwd", "needs a workspace");
+		s->cwd = strdup("/tmp");
+		return s->cwd ? 0 : -1;
+	}
+	if (!want)
+		want = s->ws_mount;
+	if (want[0] != '/' || !plain_segments(want))
+		return bad(e, "bad-path", "cwd", "must be an absolute sandbox path without '.', '..' or empty segments");
+	if (!sbx_path_is_within(s->ws_mount, want)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "cwd: %.300s is not inside the workspace (%s)",
+			      want, s->ws_mount);
+		return -1;
+	}
+	char *host = NULL;
+	if (asprintf(&host, "%s%s", s->workspace, want + strlen(s->ws_mount)) < 0)
+		return -1;
+	s->cwd_host = sbx_path_resolve_within(s->workspace, host, "cwd", e);
+	free(host);
+	if (!s->cwd_host) {
+		e->exit_code = SBX_EXIT_USAGE;
+		return -1;
+	}
+	struct stat st;
+	if (stat(s->cwd_host, &st) != 0 || !S_ISDIR(st.st_mode))
+		return bad(e, "bad-path", "cwd", "must be a directory");
+	s->cwd = strdup(want);
+	return s->cwd ? 0 : -1;
+}
+
+static int parse_env(const json_t *env, struct sbx_launch_spec *s, struct sbx_error *e)
+{
+	const char *key;
+	json_t *value;
+	size_t total = 0;
+
+	json_object_foreach((json_t *)env, key, value) {
+		if (sbx_env_name_allowed(key, e) != 0)
+			return -1;
+		if (!json_is_string(value)) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "env.%s: must be a string", key);
+			return -1;
+		}
+		if (json_string_length(value) > SBX_ENV_VALUE_MAX) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "env-too-large", "env.%s: value larger than 32 KiB", key);
+			return -1;
+		}
+		total += strlen(key) + json_string_length(value) + 2;
+		if (total > SBX_ENV_TOTAL_MAX) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "env-too-large", "env.%s: env larger than 256 KiB in total", key);
+			return -1;
+		}
+		sbx_strvec_push(&s->env_keys, key);
+		sbx_strvec_push(&s->env_values, json_string_value(value));
+	}
+	return 0;
+}
+
+static int parse_network(const json_t *net, struct sbx_launch_spec *s, struct sbx_error *e)
+{
+	s->profile = SBX_SECCOMP_BASELINE;
+	if (!net)
+		return 0;
+	if (sbx_json_validate(net, network_fields, COUNT(network_fields), "network", e) != 0)
+		return -1;
+	const char *mode = json_string_value(json_object_get(net, "mode"));
+	if (strcmp(mode, "none") == 0)
+		return 0;
+	if (strcmp(mode, "domain-allowlist") == 0)
+		return bad(e, "unsupported", "network.mode",
+			   "domain-allowlist needs the sbx-egress gateway, which this build does not have yet");
+	return bad(e, "bad-field", "network.mode", "must be \"none\" or \"domain-allowlist\"");
+}
+
+static int parse_environment(const json_t *env, struct sbx_launch_spec *s, struct sbx_error *e)
+{
+	if (!env)
+		return 0;
+	if (sbx_json_validate(env, environment_fields, COUNT(environment_fields), "environment", e) != 0)
+		return -1;
+	s->env_prefix = host_dir(json_string_value(json_object_get(env, "prefix")), "environment.prefix", e);
+	return s->env_prefix ? 0 : -1;
+}
+
+static const json_t *present(const json_t *doc, const char *key)
+{
+	const json_t *v = json_object_get(doc, key);
+	return json_is_null(v) ? NULL : v;
+}
+
+int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct sbx_error *e)
+{
+	const json_t *v;
+
+	memset(s, 0, sizeof(*s));
+	sbx_strvec_init(&s->argv);
+	sbx_strvec_init(&s->env_keys);
+	sbx_strvec_init(&s->env_values);
+	s->tmp_size = SBX_TMP_SIZE_DEFAULT;
+
+	if (sbx_json_validate(doc, spec_fields, COUNT(spec_fields), "", e) != 0 ||
+	    parse_argv(json_object_get(doc, "argv"), s, e) != 0)
+		return -1;
+	if (present(doc, "devices"))
+		return bad(e, "unsupported", "devices", "accelerators need sbx-npu, which this build does not have yet");
+	if ((v = present(doc, "workspace")) && !(s->workspace = host_dir(json_string_value(v), "workspace", e)))
+		return -1;
+	if ((v = present(doc, "readOnlyWorkspace"))) {
+		if (!s->workspace)
+			return bad(e, "bad-field", "readOnlyWorkspace", "needs a workspace");
+		if (!(s->ro_parent = host_dir(json_string_value(v), "readOnlyWorkspace", e)))
+			return -1;
+	}
+	if (s->workspace && place_workspace(s) != 0)
+		return bad(e, "internal", "workspace", "out of memory");
+	if (parse_cwd(present(doc, "cwd"), s, e) != 0 ||
+	    ((v = present(doc, "env")) && parse_env(v, s, e) != 0) ||
+	    parse_network(present(doc, "network"), s, e) != 0 ||
+	    parse_environment(present(doc, "environment"), s, e) != 0)
+		return -1;
+	if ((v = present(doc, "tmpSizeBytes"))) {
+		s->tmp_size = json_integer_value(v);
+		if (s->tmp_size < SBX_TMP_SIZE_MIN || s->tmp_size > SBX_TMP_SIZE_MAX)
+			return bad(e, "bad-field", "tmpSizeBytes", "must be from 1 MiB (1048576) to 1 TiB");
+	}
+	if (s->argv.failed || s->env_keys.failed || s->env_values.failed)
+		return bad(e, "internal", "spec", "out of memory");
+	return 0;
+}
+
+void sbx_launch_spec_free(struct sbx_launch_spec *s)
+{
+	sbx_strvec_free(&s->argv);
+	sbx_strvec_free(&s->env_keys);
+	sbx_strvec_free(&s->env_values);
+	free(s->workspace);
+	free(s->ro_parent);
+	free(s->ws_mount);
+	free(s->parent_mount);
+	free(s->cwd);
+	free(s->cwd_host);
+	free(s->env_prefix);
+	memset(s, 0, sizeof(*s));
+}

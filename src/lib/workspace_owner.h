@@ -1,0 +1,22 @@
+/* workspace_owner.h — makes a workspace writable by the workload's uid by
+ * ownership: every entry not already owned by uid:gid is chowned, so files
+ * the host added between runs (an upload as root) become writable too.
+ * Ownership, not default ACLs: an ACL's mask follows the creating mode
+ * (an upload made 0600 would still be unwritable) and a rename into the
+ * tree inherits nothing; ownership holds whatever the host did. */
+#ifndef SBX_WORKSPACE_OWNER_H
+#define SBX_WORKSPACE_OWNER_H
+
+#include "error.h"
+
+#include <sys/types.h>
+
+#define SBX_WORKSPACE_MAX_DEPTH 512
+
+/* Walks root by directory fds (never by path, so a swapped component cannot
+ * redirect it), stays on root's filesystem, never follows symlinks, and
+ * skips non-directories with more than one link (they may be shared with
+ * files outside). Returns the number of entries changed, or -1. */
+long sbx_workspace_own(const char *root, uid_t uid, gid_t gid, struct sbx_error *e);
+
+#endif

@@ -1,0 +1,240 @@
+/* sbx-launch — a launch spec becomes a hardened sandbox: validate the spec,
+ * settle who runs it, compile the filter, then exec bwrap (or, with
+ * --dry-run, print the provenance record and exec nothing). */
+#include "../lib/cli.h"
+#include "../lib/datadir.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
+#include "../lib/identity.h"
+#include "../lib/json.h"
+#include "../lib/launch_exec.h"
+#include "../lib/launch_host.h"
+#include "../lib/launch_plan.h"
+#include "../lib/launch_spec.h"
+#include "../lib/probe.h"
+#include "../lib/probe_cache.h"
+#include "../lib/run_as.h"
+#include "../lib/seccomp_build.h"
+#include "../lib/workspace_owner.h"
+#include "../lib/atomic_file.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct options {
+	bool dry_run;
+	const char *capabilities;
+	const char *run_as;
+	const char *spec;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sbx-launch [--dry-run] [--capabilities FILE] [--run-as USER|UID[:GID]] [SPEC|-]\n"
+		"\n"
+		"Reads a launch spec (JSON, see sbx-formats(5)), validates it, and execs bwrap with the\n"
+		"seccomp filter on fd 3. See sbx-launch(1).\n"
+		"\n"
+		"  --dry-run              print {argv, env, cwd, seccompProfile, seccomp, runAs, probe}\n"
+		"                         and exec nothing\n"
+		"  --capabilities FILE    a probe answer (sbx-probe's JSON) instead of the cached probe\n"
+		"  --run-as USER|UID[:GID] who the workload runs as when started by root\n"
+		"                         (default: $SBX_RUN_AS, the 'sbx' user, else 10001:10001)\n"
+		"  --help, --version\n");
+	sbx_cli_print_exit_codes(out);
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_DRY = 256, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
+	static const struct option options[] = {
+		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "capabilities", required_argument, NULL, OPT_CAPS },
+		{ "run-as", required_argument, NULL, OPT_RUN_AS },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+		switch (c) {
+		case OPT_DRY: o->dry_run = true; break;
+		case OPT_CAPS: o->capabilities = optarg; break;
+		case OPT_RUN_AS: o->run_as = optarg; break;
+		case 'h': usage(stdout); exit(SBX_EXIT_OK);
+		case OPT_VERSION: sbx_cli_print_version("sbx-launch"); exit(SBX_EXIT_OK);
+		default: {
+			char message[256];
+			snprintf(message, sizeof(message), "unknown or incomplete option '%.64s'", argv[optind - 1]);
+			sbx_cli_usage_error("sbx-launch", message);
+		}
+		}
+	}
+	if (argc - optind > 1)
+		sbx_cli_usage_error("sbx-launch", "at most one SPEC argument");
+	o->spec = optind < argc ? argv[optind] : "-";
+}
+
+/* The probe answer: from --capabilities, else the cached probe for the uid
+ * the workload runs as (called after the switch). */
+static json_t *capabilities(const struct options *o, const char *cache_dir, struct sbx_sandbox_profile *p)
+{
+	struct sbx_error e;
+	json_t *answer;
+
+	if (o->capabilities) {
+		if (!(answer = sbx_json_load(o->capabilities, SBX_JSON_MAX_INPUT, &e)))
+			sbx_die(&e);
+	} else {
+		struct sbx_probe_request req = { .cache_dir = cache_dir };
+		answer = sbx_probe(&req);
+	}
+	if (sbx_probe_profile(answer, p) != 0) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-capabilities",
+			      "capabilities: not a probe answer (usable, procMode, disableUserns, bwrap.path)");
+		sbx_die(&e);
+	}
+	if (!p->usable) {
+		sbx_error_set(&e, SBX_EXIT_NO_SANDBOX, "sandbox-unusable", "this host cannot sandbox: %.700s",
+			      sbx_json_string_or(answer, "detail", "see sbx-probe"));
+		const json_t *w = json_array_get(json_object_get(answer, "warnings"), 0);
+		sbx_error_remedy(&e, "%.900s", sbx_json_string_or(w, "remedy", "Run sbx-probe for the diagnosis."));
+		sbx_die(&e);
+	}
+	return answer;
+}
+
+/* The workload's uid must reach what bwrap binds: checked as that uid. */
+static void check_access(const char *path, int mode, const char *field, const struct sbx_run_as *r)
+{
+	struct sbx_error e;
+	if (path && access(path, mode) != 0) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "not-accessible", "%s: %.300s is not %s by uid %u", field, path,
+			      mode & W_OK ? "writable" : "readable", (unsigned)r->uid);
+		sbx_error_remedy(&e, "Make every parent directory searchable (o+x) and the path accessible to that uid.");
+		sbx_die(&e);
+	}
+}
+
+/* A private directory for the workload uid's own probe cache. */
+static void user_cache_dir(const char *data, const struct sbx_run_as *r, char *out, size_t size)
+{
+	struct sbx_error e;
+	if (snprintf(out, size, "%s/users/%u", data, (unsigned)r->uid) >= (int)size) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long");
+		sbx_die(&e);
+	}
+	if (!r->switch_user) {
+		snprintf(out, size, "%s/cache", data);
+		return;
+	}
+	if (sbx_mkdir_p(out, 0700, &e) != 0 || chown(out, r->uid, r->gid) != 0) {
+		if (!e.code[0])
+			sbx_error_set(&e, SBX_EXIT_INTERNAL, "chown-failed", "%s: cannot hand to uid %u", out, (unsigned)r->uid);
+		sbx_die(&e);
+	}
+}
+
+static json_t *string_list(const struct sbx_strvec *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < v->len; i++)
+		json_array_append_new(a, sbx_json_string_lossy(v->items[i]));
+	return a;
+}
+
+static int print_dry_run(const struct sbx_launch_spec *spec, const struct sbx_launch_plan *plan,
+			 const struct sbx_seccomp_program *prog, const struct sbx_run_as *r, json_t *probe)
+{
+	json_t *env = json_object();
+	for (size_t i = 0; i < plan->env_keys.len; i++)
+		json_object_set_new(env, plan->env_keys.items[i], sbx_json_string_lossy(plan->env_values.items[i]));
+	json_t *out = json_pack("{s:o,s:o,s:s,s:s,s:{s:s,s:s,s:I,s:b},s:{s:I,s:I},s:O}",
+				"argv", string_list(&plan->argv), "env", env, "cwd", spec->cwd,
+				"seccompProfile", sbx_seccomp_profile_name(spec->profile),
+				"seccomp", "arch", prog->arch, "libseccomp", prog->libseccomp,
+				"instructions", (json_int_t)prog->instructions, "fromCache", prog->from_cache,
+				"runAs", "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid, "probe", probe);
+	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
+	json_decref(out);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct sbx_error e;
+	struct sbx_launch_spec spec;
+	struct sbx_run_as who;
+	struct sbx_identity id;
+	struct sbx_seccomp_program prog;
+	struct sbx_sandbox_profile profile;
+	struct sbx_launch_host host;
+	struct sbx_launch_plan plan;
+	char data[PATH_MAX], cache[PATH_MAX + 8], user_cache[PATH_MAX + 32];
+
+	sbx_diag_program("sbx-launch");
+	sbx_stdio_sanitize();
+	parse_options(argc, argv, &o);
+
+	/* 1. The whole spec, before anything on the host changes. */
+	json_t *doc = sbx_json_load(o.spec, SBX_JSON_MAX_INPUT, &e);
+	if (!doc || sbx_launch_spec_parse(doc, &spec, &e) != 0)
+		sbx_die(&e);
+	json_decref(doc);
+	if (sbx_run_as_resolve(o.run_as, &who, &e) != 0)
+		sbx_die(&e);
+	if (sbx_data_dir(data, sizeof(data)) != 0) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long");
+		sbx_die(&e);
+	}
+	snprintf(cache, sizeof(cache), "%s/cache", data);
+
+	/* 2. As the starting user: workspace ownership, identity, filter. */
+	if (who.switch_user && !o.dry_run && spec.workspace &&
+	    sbx_workspace_own(spec.workspace, who.uid, who.gid, &e) < 0)
+		sbx_die(&e);
+	if (sbx_identity_files(data, who.uid, who.gid, &id, &e) != 0 ||
+	    sbx_mkdir_p(cache, 0700, &e) != 0 ||
+	    sbx_seccomp_program(spec.profile, cache, &prog, &e) != 0)
+		sbx_die(&e);
+	user_cache_dir(data, &who, user_cache, sizeof(user_cache));
+
+	/* 3. Become the workload's user; everything after runs as it. */
+	if (sbx_run_as_switch(&who, &e) != 0)
+		sbx_die(&e);
+	/* A dry run as root leaves ownership alone; the real run fixes it first. */
+	if (!(who.switch_user && o.dry_run)) {
+		check_access(spec.workspace, R_OK | W_OK | X_OK, "workspace", &who);
+		check_access(spec.cwd_host, X_OK, "cwd", &who);
+	}
+	check_access(spec.ro_parent, R_OK | X_OK, "readOnlyWorkspace", &who);
+	check_access(spec.env_prefix, R_OK | X_OK, "environment.prefix", &who);
+	check_access(id.passwd, R_OK, "data directory (identity files)", &who);
+	json_t *probe = capabilities(&o, user_cache, &profile);
+
+	/* 4. The command line. */
+	sbx_launch_host_scan(spec.env_prefix != NULL, &host);
+	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
+		sbx_die(&e);
+	if (o.dry_run) {
+		int rc = print_dry_run(&spec, &plan, &prog, &who, probe);
+		json_decref(probe);
+		sbx_launch_plan_free(&plan);
+		sbx_launch_host_free(&host);
+		sbx_launch_spec_free(&spec);
+		close(prog.fd);
+		return rc;
+	}
+	json_decref(probe);
+	fflush(NULL);
+	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, &e);
+	sbx_die(&e);
+}
