@@ -12,7 +12,7 @@ CFLAGS   += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 \
 # --as-needed: a program loads only the libraries it calls (libcrypto alone
 # costs a launch about a millisecond).
 LDFLAGS  += -Wl,--as-needed
-LDLIBS   := -ljansson -lseccomp -lcrypto
+LDLIBS   := -ljansson -lseccomp
 ifeq ($(SAN),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
@@ -22,7 +22,7 @@ LIB_SRC  := $(wildcard src/lib/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=build/%.o)
 PROGRAMS := $(patsubst src/%/main.c,bin/%,$(wildcard src/sbx-*/main.c))
 UNIT_SRC := $(wildcard test/unit/test_*.c)
-UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%)
+UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
 
 .PHONY: all deps check run install uninstall clean bench fuzz help FORCE
@@ -65,6 +65,11 @@ $(foreach p,$(PROGRAMS:bin/%=%),$(eval $(call program_rule,$(p))))
 bin/test/%: test/unit/%.c build/libsbx.a build/flags
 	@mkdir -p bin/test
 	$(CC) $(CFLAGS) -Isrc/lib $(LDFLAGS) -o $@ $< build/libsbx.a $(LDLIBS) -lcmocka
+
+# Test helpers that run inside sandboxes.
+bin/test/try-syscall: test/fixtures/try-syscall.c build/flags
+	@mkdir -p bin/test
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 build/man/%: man/%.scd
 	@mkdir -p build/man

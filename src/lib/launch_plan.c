@@ -71,12 +71,18 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	ro_bind(a, id->passwd, "/etc/passwd");
 	ro_bind(a, id->group, "/etc/group");
 
-	/* Kernel views: bwrap's fresh procfs covers /proc/sys, sysrq-trigger,
-	 * irq and bus read-only; the fallback binds the host's read-only. */
-	if (probe->proc_bind)
+	/* Kernel views. bwrap covers /proc/sys, sysrq-trigger, irq and bus only
+	 * when the caller could write them, so they are bound read-only here
+	 * for every uid (sysctl contents follow the reader's namespaces, not
+	 * the procfs instance). The fallback binds all of /proc read-only. */
+	if (probe->proc_bind) {
 		ro_bind(a, "/proc", "/proc");
-	else
+	} else {
 		sbx_strvec_pushl(a, "--proc", "/proc", NULL);
+		ro_bind(a, "/proc/sys", "/proc/sys");
+		sbx_strvec_pushl(a, "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+				 "--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus", NULL);
+	}
 	sbx_strvec_pushl(a, "--dev", "/dev", NULL);
 
 	/* A managed environment hides the host's interpreters. */

@@ -15,6 +15,7 @@
 #include "../lib/probe_cache.h"
 #include "../lib/run_as.h"
 #include "../lib/seccomp_build.h"
+#include "../lib/seccomp_table.h"
 #include "../lib/workspace_owner.h"
 #include "../lib/atomic_file.h"
 
@@ -27,6 +28,7 @@
 
 struct options {
 	bool dry_run;
+	bool list_seccomp;
 	const char *capabilities;
 	const char *run_as;
 	const char *spec;
@@ -42,6 +44,7 @@ static void usage(FILE *out)
 		"\n"
 		"  --dry-run              print {argv, env, cwd, seccompProfile, seccomp, runAs, probe}\n"
 		"                         and exec nothing\n"
+		"  --list-seccomp         print the seccomp rule table, one JSON object per line\n"
 		"  --capabilities FILE    a probe answer (sbx-probe's JSON) instead of the cached probe\n"
 		"  --run-as USER|UID[:GID] who the workload runs as when started by root\n"
 		"                         (default: $SBX_RUN_AS, the 'sbx' user, else 10001:10001)\n"
@@ -51,9 +54,10 @@ static void usage(FILE *out)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_DRY = 256, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
+	enum { OPT_DRY = 256, OPT_LIST, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
 	static const struct option options[] = {
 		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "list-seccomp", no_argument, NULL, OPT_LIST },
 		{ "capabilities", required_argument, NULL, OPT_CAPS },
 		{ "run-as", required_argument, NULL, OPT_RUN_AS },
 		{ "help", no_argument, NULL, 'h' },
@@ -66,6 +70,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DRY: o->dry_run = true; break;
+		case OPT_LIST: o->list_seccomp = true; break;
 		case OPT_CAPS: o->capabilities = optarg; break;
 		case OPT_RUN_AS: o->run_as = optarg; break;
 		case 'h': usage(stdout); exit(SBX_EXIT_OK);
@@ -80,6 +85,30 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (argc - optind > 1)
 		sbx_cli_usage_error("sbx-launch", "at most one SPEC argument");
 	o->spec = optind < argc ? argv[optind] : "-";
+}
+
+/* The rule table, the single source of the seccomp policy. */
+static int list_seccomp(void)
+{
+	static const char *const matches[] = { "any", "clone-newns-flags", "ioctl-request",
+					       "personality-set", "socket-inet", "socket-other" };
+	for (size_t i = 0; i < sbx_seccomp_rules_len; i++) {
+		const struct sbx_seccomp_rule *r = &sbx_seccomp_rules[i];
+		json_t *profiles = json_array();
+		for (int p = 0; p < SBX_SECCOMP_PROFILE_COUNT; p++)
+			if (r->profiles & SBX_PROFILE_BIT(p))
+				json_array_append_new(profiles, json_string(sbx_seccomp_profile_name(p)));
+		json_t *row = json_pack("{s:s,s:s,s:s,s:o,s:s}", "syscall", r->syscall,
+					"errno", strerrorname_np(r->error), "match", matches[r->match],
+					"profiles", profiles, "reason", r->reason);
+		if (r->match == SBX_MATCH_IOCTL_REQUEST)
+			json_object_set_new(row, "request", json_integer((json_int_t)r->value));
+		int rc = sbx_json_print(stdout, row);
+		json_decref(row);
+		if (rc != 0)
+			return SBX_EXIT_INTERNAL;
+	}
+	return SBX_EXIT_OK;
 }
 
 /* The probe answer: from --capabilities, else the cached probe for the uid
@@ -183,6 +212,8 @@ int main(int argc, char **argv)
 	sbx_diag_program("sbx-launch");
 	sbx_stdio_sanitize();
 	parse_options(argc, argv, &o);
+	if (o.list_seccomp)
+		return list_seccomp();
 
 	/* 1. The whole spec, before anything on the host changes. */
 	json_t *doc = sbx_json_load(o.spec, SBX_JSON_MAX_INPUT, &e);

@@ -1,0 +1,176 @@
+#!/usr/bin/env bats
+# A real sandbox from sbx-launch, launched by root and by sbxtest: who the
+# workload is, what it can see, write and inherit, and what it cannot do.
+
+load launch_helpers
+
+setup() {
+    launch_setup
+}
+
+teardown() {
+    launch_teardown
+}
+
+@test "the workload is never host root; files it writes are owned by the uid it ran as" {
+    in_sandbox 'id -u; id -g; echo data > /workspace/out'
+    assert_success
+    [ "${lines[0]}" = "$(expected_uid)" ]
+    [ "${lines[0]}" != 0 ]
+    [ "$(stat -c %u "$WS/out")" = "$(expected_uid)" ]
+}
+
+@test "launched by root, /proc/sys/kernel/core_pattern cannot be opened for writing" {
+    [ "$(id -u)" -eq 0 ] || skip "the root launch path"
+    in_sandbox 'if (: > /proc/sys/kernel/core_pattern) 2>/dev/null; then echo WRITABLE; else echo refused; fi; if (echo x > /proc/sysrq-trigger) 2>/dev/null; then echo SYSRQ; else echo sysrq-refused; fi'
+    assert_success
+    assert_output $'refused\nsysrq-refused'
+}
+
+@test "/proc/sys, sysrq-trigger, irq and bus are read-only mounts even with a fresh procfs" {
+    in_sandbox 'for m in /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus; do [ -e $m ] || { echo "$m absent"; continue; }; awk -v m=$m "\$5 == m { split(\$6, o, \",\"); print m, o[1] }" /proc/self/mountinfo; done'
+    assert_success
+    # This kernel may lack sysrq (CONFIG_MAGIC_SYSRQ): then the entry is absent inside too.
+    sysrq="/proc/sysrq-trigger ro"
+    [ -e /proc/sysrq-trigger ] || sysrq="/proc/sysrq-trigger absent"
+    assert_output "$(printf '%s\n' '/proc/sys ro' "$sysrq" '/proc/irq ro' '/proc/bus ro')"
+}
+
+@test "/proc/1/environ holds nothing of the launcher's environment" {
+    export SBX_TEST_SECRET=hunter2
+    in_sandbox 'tr "\0" "\n" < /proc/1/environ | wc -c; env | grep -c SBX_TEST_SECRET || true'
+    assert_success
+    assert_output $'0\n0'
+}
+
+@test "env shows exactly the baseline and the spec's variables" {
+    export SBX_TEST_SECRET=hunter2 AWS_SECRET_ACCESS_KEY=leak
+    in_sandbox 'env | grep -v "^PWD=" | sort' '{"env":{"MY_VAR":"v 1","OTHER":""}}'
+    assert_success
+    expected=$(printf '%s\n' CURL_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt HOME=/tmp \
+        LANG=C.UTF-8 MY_VAR='v 1' OTHER= PATH=/usr/bin:/bin PYTHONNOUSERSITE=1 \
+        REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt SSL_CERT_DIR=/etc/ssl/certs \
+        SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt | sort)
+    [ -f /etc/ssl/certs/ca-certificates.crt ] || skip "host without the Debian CA bundle"
+    [ "$output" = "$expected" ]
+}
+
+@test "an fd the caller leaves open is absent inside; only 0-2 are open" {
+    exec 7<"$BATS_TEST_FILENAME"
+    in_sandbox 'ls /proc/self/fd | sort -n | tr "\n" " "; [ -e /proc/self/fd/7 ] && echo LEAKED || echo none'
+    exec 7<&-
+    assert_success
+    # 3 is the descriptor ls itself holds open on /proc/self/fd.
+    assert_output '0 1 2 3 none'
+}
+
+@test "no capabilities, no new privileges, seccomp filter mode, no core dumps" {
+    in_sandbox 'grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t" " "; ulimit -Hc; ulimit -Sc'
+    assert_success
+    assert_output $'CapInh: 0000000000000000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000\nCapBnd: 0000000000000000\nCapAmb: 0000000000000000\nNoNewPrivs: 1\nSeccomp: 2\n0\n0'
+}
+
+@test "the root, /usr and /etc are read-only; /tmp and the workspace are writable" {
+    in_sandbox 'for p in /x /usr/x /etc/x /bin/x; do touch $p 2>/dev/null && echo "$p WRITABLE" || echo "$p refused"; done; touch /tmp/x /workspace/x && echo writable'
+    assert_success
+    assert_output $'/x refused\n/usr/x refused\n/etc/x refused\n/bin/x refused\nwritable'
+}
+
+@test "host secrets are absent: /etc/shadow, /root, /home, the workspace's host path" {
+    in_sandbox 'for p in /etc/shadow /root /home '"$WORK"'; do [ -e "$p" ] && echo "$p PRESENT" || echo "$p absent"; done'
+    assert_success
+    assert_output "$(printf '%s absent\n' /etc/shadow /root /home "$WORK")"
+}
+
+@test "only the sandbox's own processes are visible in a fresh /proc" {
+    in_sandbox 'ls /proc | grep -E "^[0-9]+$" | wc -l'
+    assert_success
+    # bwrap's pid 1, the shell, ls, grep and wc at most.
+    [ "$output" -le 5 ]
+}
+
+@test "nested namespaces fail: unshare -U and a bwrap inside the sandbox" {
+    in_sandbox 'unshare -U true 2>/dev/null && echo UNSHARED || echo unshare-refused; bwrap --ro-bind / / true 2>/dev/null && echo NESTED || echo bwrap-refused'
+    assert_success
+    assert_output $'unshare-refused\nbwrap-refused'
+}
+
+@test "network none: socket(AF_INET) fails while asyncio (AF_UNIX pairs) works" {
+    in_sandbox 'python3 -c "import socket; socket.socket()" 2>&1 | tail -n1; python3 -c "import asyncio; asyncio.run(asyncio.sleep(0)); print(\"asyncio ok\")"; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "'
+    assert_success
+    assert_output $'PermissionError: [Errno 1] Operation not permitted\nasyncio ok\nlo'
+}
+
+@test "an argv of --tmpfs is a program name, never a bwrap option" {
+    run --separate-stderr sbx-launch - <<<"$(jq -cn --arg ws "$WS" '{argv: ["--tmpfs", "/workspace"], workspace: $ws}')"
+    assert_failure
+    [[ "$stderr" == *"execvp --tmpfs"* ]]
+}
+
+@test "a workspace symlink to /etc/shadow reads nothing" {
+    ln -s /etc/shadow "$WS/shadow"
+    in_sandbox 'cat /workspace/shadow 2>&1 || echo unreadable'
+    assert_success
+    assert_output --partial unreadable
+    refute_output --partial 'root:'
+}
+
+@test "the sandbox's passwd and group hold exactly one record, for its uid" {
+    in_sandbox 'cat /etc/passwd /etc/group; id -un'
+    assert_success
+    [ "${#lines[@]}" -eq 3 ]
+    [[ "${lines[0]}" == *":x:$(expected_uid):"*":/tmp:/bin/sh" ]]
+}
+
+@test "root launch: a file the host adds between runs (an upload) becomes writable" {
+    [ "$(id -u)" -eq 0 ] || skip "the root launch path"
+    in_sandbox 'echo first > /workspace/a'
+    assert_success
+    mkdir "$WS/uploads"
+    printf 'secret upload\n' > "$WS/uploads/data.csv"
+    chmod 600 "$WS/uploads/data.csv"
+    in_sandbox 'echo edited >> /workspace/uploads/data.csv && cat /workspace/uploads/data.csv'
+    assert_success
+    assert_output $'secret upload\nedited'
+    [ "$(stat -c %u:%g "$WS/uploads/data.csv")" = 10001:10001 ]
+}
+
+@test "root launch: --run-as picks the uid, and uid 0 is refused" {
+    [ "$(id -u)" -eq 0 ] || skip "the root launch path"
+    run --separate-stderr sbx-launch --run-as sbxtest - <<<"$(spec_sh 'id -u')"
+    assert_success
+    assert_output "$(id -u sbxtest)"
+    run --separate-stderr sbx-launch --run-as 0 - <<<"$(spec_sh 'id -u')"
+    assert_failure 3
+    [[ "$stderr" == *"never runs as host uid or gid 0"* ]]
+    SBX_RUN_AS=root run --separate-stderr sbx-launch - <<<"$(spec_sh 'id -u')"
+    assert_failure 3
+}
+
+@test "the sandbox's exit status is the workload's" {
+    in_sandbox 'exit 7'
+    assert_failure 7
+}
+
+@test "stdin reaches the workload" {
+    run --separate-stderr sbx-launch <(spec_sh 'cat') <<<"from stdin"
+    assert_success
+    assert_output "from stdin"
+}
+
+@test "tmpSizeBytes bounds /tmp" {
+    in_sandbox 'head -c 3145728 /dev/zero > /tmp/big 2>/dev/null && echo FITS || echo full; df -k /tmp | tail -n1 | tr -s " " | cut -d" " -f2' '{"tmpSizeBytes":2097152}'
+    assert_success
+    assert_output $'full\n2048'
+}
+
+@test "a nested read-only parent: parent at /workspace, workspace at /workspace/<rel>" {
+    mkdir -p "$WORK/parent/sub/ws" && echo hello > "$WORK/parent/readme"
+    chmod -R a+rX "$WORK/parent"
+    [ "$(id -u)" -ne 0 ] || chown -R 10001:10001 "$WORK/parent/sub/ws"
+    WS="$WORK/parent/sub/ws"
+    in_sandbox 'pwd; cat /workspace/readme; touch /workspace/x 2>/dev/null && echo PARENT-WRITABLE || echo parent-ro; touch ./y && echo ws-rw' \
+        "{\"readOnlyWorkspace\":\"$WORK/parent\"}"
+    assert_success
+    assert_output $'/workspace/sub/ws\nhello\nparent-ro\nws-rw'
+}
