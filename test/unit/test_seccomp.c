@@ -1,0 +1,216 @@
+/* test_seccomp.c — every profile compiles for x86_64 and aarch64; loaded
+ * natively in a child, each profile answers as its table says; compiled
+ * programs are cached and a cache file others could write is not trusted. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "seccomp_build.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static int make_dir(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/sbx-seccomp-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The filter's text as libseccomp prints it (PFC). */
+static char *pfc(scmp_filter_ctx ctx)
+{
+	int fd = memfd_create("pfc", 0);
+	assert_true(fd >= 0);
+	assert_int_equal(seccomp_export_pfc(ctx, fd), 0);
+	off_t size = lseek(fd, 0, SEEK_END);
+	char *text = calloc(1, (size_t)size + 1);
+	assert_int_equal(pread(fd, text, (size_t)size, 0), size);
+	close(fd);
+	return text;
+}
+
+static void every_profile_compiles_for_both_arches(void **state)
+{
+	(void)state;
+	const uint32_t arches[] = { SCMP_ARCH_X86_64, SCMP_ARCH_AARCH64 };
+	for (size_t a = 0; a < 2; a++) {
+		for (int p = 0; p < SBX_SECCOMP_PROFILE_COUNT; p++) {
+			struct sbx_error e;
+			scmp_filter_ctx ctx = sbx_seccomp_build(p, arches[a], &e);
+			assert_non_null(ctx);
+			int fd = memfd_create("bpf", 0);
+			assert_int_equal(seccomp_export_bpf(ctx, fd), 0);
+			off_t size = lseek(fd, 0, SEEK_END);
+			assert_true(size > 0 && size % 8 == 0);
+			close(fd);
+			char *text = pfc(ctx);
+			/* The filter is for that arch alone, with the rules by name. */
+			assert_non_null(strstr(text, "kexec_file_load"));
+			assert_non_null(strstr(text, "clone3"));
+			assert_non_null(strstr(text, "io_uring_setup"));
+			assert_non_null(strstr(text, "action KILL_PROCESS"));
+			free(text);
+			seccomp_release(ctx);
+		}
+	}
+}
+
+static void aarch64_filter_skips_calls_that_arch_lacks(void **state)
+{
+	(void)state;
+	struct sbx_error e;
+	scmp_filter_ctx ctx = sbx_seccomp_build(SBX_SECCOMP_BASELINE, SCMP_ARCH_AARCH64, &e);
+	char *text = pfc(ctx);
+	assert_null(strstr(text, "\"uselib\""));
+	assert_non_null(strstr(text, "\"kcmp\""));
+	free(text);
+	seccomp_release(ctx);
+	ctx = sbx_seccomp_build(SBX_SECCOMP_BASELINE, SCMP_ARCH_X86_64, &e);
+	text = pfc(ctx);
+	assert_non_null(strstr(text, "\"uselib\""));
+	free(text);
+	seccomp_release(ctx);
+}
+
+static void unsupported_arch_is_refused(void **state)
+{
+	(void)state;
+	struct sbx_error e;
+	assert_null(sbx_seccomp_build(SBX_SECCOMP_BASELINE, SCMP_ARCH_PPC64LE, &e));
+	assert_string_equal(e.code, "seccomp-arch");
+}
+
+/* Loads profile p in a child, makes one call there, returns its errno (0 = ok). */
+static int errno_under(enum sbx_seccomp_profile p, int what)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sbx_error e;
+		scmp_filter_ctx ctx = sbx_seccomp_build(p, SCMP_ARCH_NATIVE, &e);
+		if (!ctx || seccomp_load(ctx) != 0)
+			_exit(255);
+		long r;
+		switch (what) {
+		case 0: r = socket(AF_INET, SOCK_STREAM, 0); break;
+		case 1: r = socket(AF_NETLINK, SOCK_RAW, 0); break;
+		case 2: r = socket(AF_UNIX, SOCK_STREAM, 0); break;
+		case 3: r = syscall(SYS_personality, 0xffffffffUL); break;
+		default: r = syscall(SYS_clone3, NULL, 0); break;
+		}
+		_exit(r < 0 ? errno : 0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void profiles_differ_only_where_the_table_says(void **state)
+{
+	(void)state;
+	assert_int_equal(errno_under(SBX_SECCOMP_BASELINE, 0), EPERM);
+	assert_int_equal(errno_under(SBX_SECCOMP_NETWORK, 0), 0);
+	assert_int_equal(errno_under(SBX_SECCOMP_NPU, 0), 0);
+	for (int p = 0; p < SBX_SECCOMP_PROFILE_COUNT; p++) {
+		assert_int_equal(errno_under(p, 1), EAFNOSUPPORT);
+		assert_int_equal(errno_under(p, 2), 0);
+		assert_int_equal(errno_under(p, 3), 0);
+		assert_int_equal(errno_under(p, 4), ENOSYS);
+	}
+}
+
+static char *cache_file(void)
+{
+	char cmd[160];
+	static char path[256];
+	snprintf(cmd, sizeof(cmd), "ls %s/seccomp-baseline-*.bpf 2>/dev/null", dir);
+	FILE *p = popen(cmd, "r");
+	path[0] = '\0';
+	if (p) {
+		if (!fgets(path, sizeof(path), p))
+			path[0] = '\0';
+		pclose(p);
+	}
+	path[strcspn(path, "\n")] = '\0';
+	return path;
+}
+
+static void programs_are_cached_and_sealed(void **state)
+{
+	(void)state;
+	struct sbx_error e;
+	struct sbx_seccomp_program a, b;
+	struct stat st;
+
+	assert_int_equal(sbx_seccomp_program(SBX_SECCOMP_BASELINE, dir, &a, &e), 0);
+	assert_false(a.from_cache);
+	assert_true(a.instructions > 10);
+	assert_int_equal(stat(cache_file(), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal((size_t)st.st_size, a.instructions * 8);
+
+	assert_int_equal(sbx_seccomp_program(SBX_SECCOMP_BASELINE, dir, &b, &e), 0);
+	assert_true(b.from_cache);
+	assert_int_equal(a.instructions, b.instructions);
+	/* The memfd cannot be altered by whoever holds it. */
+	assert_int_equal(write(b.fd, "x", 1), -1);
+	assert_int_equal(errno, EPERM);
+	close(a.fd);
+	close(b.fd);
+}
+
+static void untrusted_or_truncated_cache_is_rebuilt(void **state)
+{
+	(void)state;
+	struct sbx_error e;
+	struct sbx_seccomp_program p;
+
+	assert_int_equal(sbx_seccomp_program(SBX_SECCOMP_BASELINE, dir, &p, &e), 0);
+	close(p.fd);
+	assert_int_equal(chmod(cache_file(), 0666), 0);
+	assert_int_equal(sbx_seccomp_program(SBX_SECCOMP_BASELINE, dir, &p, &e), 0);
+	assert_false(p.from_cache);
+	close(p.fd);
+	assert_int_equal(truncate(cache_file(), 12), 0);
+	assert_int_equal(sbx_seccomp_program(SBX_SECCOMP_BASELINE, dir, &p, &e), 0);
+	assert_false(p.from_cache);
+	close(p.fd);
+	assert_int_equal(sbx_seccomp_program(SBX_SECCOMP_BASELINE, dir, &p, &e), 0);
+	assert_true(p.from_cache);
+	close(p.fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_profile_compiles_for_both_arches),
+		cmocka_unit_test(aarch64_filter_skips_calls_that_arch_lacks),
+		cmocka_unit_test(unsupported_arch_is_refused),
+		cmocka_unit_test(profiles_differ_only_where_the_table_says),
+		cmocka_unit_test_setup_teardown(programs_are_cached_and_sealed, make_dir, remove_dir),
+		cmocka_unit_test_setup_teardown(untrusted_or_truncated_cache_is_rebuilt, make_dir, remove_dir),
+	};
+	return cmocka_run_group_tests_name("seccomp", tests, NULL, NULL);
+}
