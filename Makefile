@@ -91,6 +91,10 @@ install: all
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	for m in $(MANPAGES); do \
 		sec=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$sec/; done
+	@# The unprivileged user root-started launches run workloads as.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && ! getent passwd sbx >/dev/null; then \
+		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sbx; \
+		echo "created system user sbx"; fi
 
 uninstall:
 	rm -f $(PROGRAMS:bin/%=$(DESTDIR)$(PREFIX)/bin/%)

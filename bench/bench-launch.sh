@@ -18,17 +18,19 @@ mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
 filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
 bin/sbx-launch "$spec"    # warm every cache once
 
-direct=() launch=()
+direct=() launch=() bare=()
 for ((i = 0; i < N; i++)); do
     t0=$(date +%s%N); "${argv[@]}" 3<"$filter"; t1=$(date +%s%N)
     bin/sbx-launch "$spec"; t2=$(date +%s%N)
-    direct+=($((t1 - t0))) launch+=($((t2 - t1)))
+    /bin/true; t3=$(date +%s%N)
+    direct+=($((t1 - t0))) launch+=($((t2 - t1))) bare+=($((t3 - t2)))
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-md=$(median "${direct[@]}") ml=$(median "${launch[@]}")
-awk -v d="$md" -v l="$ml" -v n="$N" 'BEGIN {
+md=$(median "${direct[@]}") ml=$(median "${launch[@]}") mb=$(median "${bare[@]}")
+awk -v d="$md" -v l="$ml" -v b="$mb" -v n="$N" 'BEGIN {
     printf "runs each:                      %d (interleaved)\n", n
     printf "anchor: bwrap argv run directly: %.2f ms median\n", d / 1e6
     printf "sbx-launch spec:                 %.2f ms median\n", l / 1e6
     printf "ratio:                           %.3f (goal <= 1.05)\n", l / d
+    printf "context: one fork+exec of /bin/true costs %.2f ms here; sbx-launch adds %.2f ms\n", b / 1e6, (l - d) / 1e6
 }'

@@ -5,5 +5,5 @@ set -eu
 cd "$(dirname "$0")/.."
 for b in bench/bench-*.sh; do
     echo "== $b"
-    sh "$b"
+    bash "$b"
 done

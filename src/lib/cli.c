@@ -40,3 +40,10 @@ long sbx_cli_parse_long(const char *name, const char *text, long min, long max)
 	}
 	return v;
 }
+
+_Noreturn void sbx_cli_bad_option(const char *program, const char *arg)
+{
+	char message[256];
+	snprintf(message, sizeof(message), "unknown option or missing argument: '%.64s'", arg);
+	sbx_cli_usage_error(program, message);
+}

@@ -61,7 +61,7 @@ static int add_row(scmp_filter_ctx ctx, const struct sbx_seccomp_rule *r, int nr
 			uint64_t bit = 1ull << i, next = 1ull << ((i + 1) % 32);
 			rc = seccomp_rule_add(ctx, act, nr, 1, A0_MASKED(bit | next, bit));
 		}
-		return rc ? rc : seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_GE, 0x100000000ull));
+		return rc ? rc : seccomp_rule_add(ctx, act, nr, 1, SCMP_A0(SCMP_CMP_GE, 0x100000000ull, 0));
 	case SBX_MATCH_SOCKET_INET:
 		rc = seccomp_rule_add(ctx, act, nr, 1, A0_MASKED(0xffffffffu, AF_INET));
 		return rc ? rc : seccomp_rule_add(ctx, act, nr, 1, A0_MASKED(0xffffffffu, AF_INET6));

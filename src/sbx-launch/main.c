@@ -75,11 +75,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_RUN_AS: o->run_as = optarg; break;
 		case 'h': usage(stdout); exit(SBX_EXIT_OK);
 		case OPT_VERSION: sbx_cli_print_version("sbx-launch"); exit(SBX_EXIT_OK);
-		default: {
-			char message[256];
-			snprintf(message, sizeof(message), "unknown or incomplete option '%.64s'", argv[optind - 1]);
-			sbx_cli_usage_error("sbx-launch", message);
-		}
+		default: sbx_cli_bad_option("sbx-launch", argv[optind - 1]);
 		}
 	}
 	if (argc - optind > 1)

@@ -73,12 +73,7 @@ int main(int argc, char **argv)
 			break;
 		case 'h': usage(stdout); return SBX_EXIT_OK;
 		case OPT_VERSION: sbx_cli_print_version("sbx-probe"); return SBX_EXIT_OK;
-		default: {
-			char message[256];
-			snprintf(message, sizeof(message), "unknown or incomplete option '%.64s'",
-				 argv[optind - 1]);
-			sbx_cli_usage_error("sbx-probe", message);
-		}
+		default: sbx_cli_bad_option("sbx-probe", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

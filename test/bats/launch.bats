@@ -174,3 +174,11 @@ teardown() {
     assert_success
     assert_output $'/workspace/sub/ws\nhello\nparent-ro\nws-rw'
 }
+
+@test "the README pipeline: sbx-probe -> jq -> spec -> sbx-launch" {
+    sbx-probe > "$WORK/caps.json"
+    run --separate-stderr bash -c "jq -n --arg ws '$WS' '{argv: [\"python3\", \"-c\", \"print(6 * 7)\"], workspace: \$ws}' |
+        sbx-launch --capabilities '$WORK/caps.json' -"
+    assert_success
+    assert_output 42
+}
