@@ -76,10 +76,13 @@ teardown() {
     assert_output $'/x refused\n/usr/x refused\n/etc/x refused\n/bin/x refused\nwritable'
 }
 
-@test "host secrets are absent: /etc/shadow, /root, /home, the workspace's host path" {
-    in_sandbox 'for p in /etc/shadow /root /home '"$WORK"'; do [ -e "$p" ] && echo "$p PRESENT" || echo "$p absent"; done'
+@test "host secrets are absent: /etc/shadow, /root, /home, the caller's HOME, the workspace's host path" {
+    # The caller's HOME too, unless it is /tmp (which the sandbox has, empty).
+    home=$HOME
+    [ "$home" != /tmp ] || home=/nonexistent-home
+    in_sandbox 'for p in /etc/shadow /root /home '"$WORK $home"'; do [ -e "$p" ] && echo "$p PRESENT" || echo "$p absent"; done'
     assert_success
-    assert_output "$(printf '%s absent\n' /etc/shadow /root /home "$WORK")"
+    assert_output "$(printf '%s absent\n' /etc/shadow /root /home "$WORK" "$home")"
 }
 
 @test "only the sandbox's own processes are visible in a fresh /proc" {
