@@ -6,14 +6,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "spawn.h" /* sbx_find_executable */
+
 /* The bwrap the caller asked for: the flag, else $SBX_BWRAP, else
  * $SCIENCE_AGENT_BWRAP_PATH, else "bwrap". */
 const char *sbx_bwrap_requested(const char *flag);
-
-/* Resolves a program name like execvp: a name with a '/' is taken as is,
- * otherwise each $PATH entry is tried for an executable regular file.
- * Writes an absolute path into out; false when nothing is found. */
-bool sbx_find_executable(const char *name, char *out, size_t size);
 
 /* "0.8.0" from "bubblewrap 0.8.0"; "" when it cannot be read. */
 void sbx_bwrap_version(const char *bwrap, int timeout_ms, char *out, size_t size);

@@ -8,6 +8,11 @@ const struct sbx_exit_entry sbx_exit_table[] = {
 	{ SBX_EXIT_POLICY, "refused", "refused by policy" },
 	{ SBX_EXIT_NO_SANDBOX, "no-sandbox", "this environment cannot build a sandbox" },
 	{ SBX_EXIT_INTERNAL, "internal", "internal error" },
+	{ SBX_EXIT_RESOURCE, "resource-exhausted", "a quota or resource limit was crossed" },
+	{ SBX_EXIT_TIMEOUT, "timeout", "the deadline passed" },
+	{ SBX_EXIT_VIOLATION, "sandbox-violation", "the workload broke the supervisor protocol" },
+	{ SBX_EXIT_INTEGRITY, "integrity", "stored state failed its integrity check" },
+	{ SBX_EXIT_CANCELLED, "cancelled", "cancelled by a signal or sbx-run cancel" },
 };
 const size_t sbx_exit_table_len = sizeof(sbx_exit_table) / sizeof(sbx_exit_table[0]);
 

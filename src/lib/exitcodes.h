@@ -12,6 +12,12 @@ enum sbx_exit {
 	SBX_EXIT_POLICY = 3,     /* refused by policy */
 	SBX_EXIT_NO_SANDBOX = 4, /* this environment cannot sandbox */
 	SBX_EXIT_INTERNAL = 5,   /* internal error (a bug or an I/O failure) */
+	/* The supervisor's failure classes (sbx-run, sbx-quota watch). */
+	SBX_EXIT_RESOURCE = 6,   /* resource-exhausted: a quota or limit was crossed */
+	SBX_EXIT_TIMEOUT = 7,    /* the deadline passed */
+	SBX_EXIT_VIOLATION = 8,  /* sandbox-violation: the workload broke the protocol */
+	SBX_EXIT_INTEGRITY = 9,  /* integrity: stored state failed its check */
+	SBX_EXIT_CANCELLED = 10, /* cancelled by a signal or `sbx-run cancel` */
 };
 
 struct sbx_exit_entry {

@@ -1,0 +1,15 @@
+/* quota_watch.h — the quota check a supervisor runs every interval: one
+ * walk, compared against the limit (0 = unlimited). sbx-run and
+ * `sbx-quota watch` both call it. */
+#ifndef SBX_QUOTA_WATCH_H
+#define SBX_QUOTA_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SBX_QUOTA_INTERVAL_MS 100
+
+/* True when root holds more than limit bytes; *bytes gets the usage. */
+bool sbx_quota_exceeded(const char *root, uint64_t limit, uint64_t *bytes);
+
+#endif
