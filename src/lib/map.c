@@ -20,6 +20,11 @@ static struct sbx_map_slot *find(const struct sbx_map *m, uint64_t h, const void
 	}
 }
 
+bool sbx_map_has(const struct sbx_map *m, const void *key, size_t len)
+{
+	return m->cap && find(m, sbx_fnv1a64(SBX_FNV_INIT, key, len), key, len)->key != NULL;
+}
+
 void *sbx_map_get(const struct sbx_map *m, const void *key, size_t len)
 {
 	if (!m->cap)

@@ -20,6 +20,8 @@ struct sbx_map {
 };
 
 void sbx_map_init(struct sbx_map *m);
+/* Whether key is present (its value may be NULL). */
+bool sbx_map_has(const struct sbx_map *m, const void *key, size_t len);
 /* The value stored under key, or NULL. */
 void *sbx_map_get(const struct sbx_map *m, const void *key, size_t len);
 /* Inserts or replaces; false on allocation failure. *was_present tells

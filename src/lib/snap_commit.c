@@ -1,0 +1,343 @@
+/* snap_commit.c — one commit: scan, hash what the stat cache cannot vouch
+ * for (one read: hashed and copied into the store together), write the
+ * canonical manifest, make everything durable, then move the ref. */
+#include "snap_store.h"
+#include "atomic_file.h"
+#include "exitcodes.h"
+#include "fnv.h"
+#include "io.h"
+#include "json.h"
+#include "map.h"
+#include "snap_scan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define COPY_BUF (256 * 1024)
+
+struct cached {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns, ctime_ns;
+	char digest[72];
+};
+
+struct commit {
+	const char *store;
+	char cache_path[PATH_MAX];
+	struct sbx_map cache;  /* path -> struct cached */
+	char *buf;
+	struct sbx_error *e;
+};
+
+/* Opens a workspace file without following any symlink on the way. */
+static int open_beneath(int rootfd, const char *path)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV };
+	int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return fd;
+}
+
+static void load_cache(struct commit *c)
+{
+	struct sbx_error ignored;
+	size_t len;
+	char *text = sbx_read_file_capped(c->cache_path, 1u << 30, &len, &ignored);
+
+	if (!text)
+		return;
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct cached *x = malloc(sizeof(*x));
+		int used = 0;
+		if (!x || sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64 " %" SCNd64 " %71s %n",
+				 &x->dev, &x->ino, &x->size, &x->mtime_ns, &x->ctime_ns, x->digest, &used) != 6 ||
+		    !used || !sbx_snap_valid_digest(x->digest) ||
+		    !sbx_map_put(&c->cache, line + used, strlen(line + used), x, NULL)) {
+			free(x);
+		}
+	}
+	free(text);
+}
+
+static void save_cache(struct commit *c, const struct sbx_snap_scan *s)
+{
+	struct sbx_error ignored;
+	size_t cap = 4096, len = 0;
+	char *out = malloc(cap);
+
+	for (size_t i = 0; out && i < s->len; i++) {
+		const struct sbx_snap_entry *x = &s->v[i];
+		if (x->type != SBX_ENTRY_FILE || strchr(x->path, '\n'))
+			continue;
+		size_t need = strlen(x->path) + 200;
+		if (len + need > cap) {
+			while (len + need > cap)
+				cap *= 2;
+			char *grown = realloc(out, cap);
+			if (!grown) {
+				free(out);
+				return;
+			}
+			out = grown;
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 " %s %s\n",
+					x->dev, x->ino, x->size, x->mtime_ns, x->ctime_ns, x->digest, x->path);
+	}
+	if (out)
+		sbx_atomic_write(c->cache_path, out, len, 0600, &ignored);
+	free(out);
+}
+
+/* Moves a finished temp file to its object path, unless the object exists. */
+static int publish(struct commit *c, const char *tmp, const char *digest)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+
+	sbx_snap_object_path(c->store, digest, path, sizeof(path));
+	if (access(path, F_OK) == 0) {
+		unlink(tmp);
+		return 0;
+	}
+	snprintf(dir, sizeof(dir), "%s/objects/%.2s", c->store, digest + 7);
+	if ((mkdir(dir, 0700) != 0 && errno != EEXIST) || rename(tmp, path) != 0) {
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "store-write", "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static void hex_digest(EVP_MD_CTX *md, char out[72])
+{
+	unsigned char raw[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	EVP_DigestFinal_ex(md, raw, &n);
+	memcpy(out, "sha256:", 7);
+	for (unsigned i = 0; i < n && i < 32; i++)
+		snprintf(out + 7 + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* Hashes a file and copies it into the store in one read. */
+static int store_file(struct commit *c, int rootfd, struct sbx_snap_entry *x)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	int in = open_beneath(rootfd, x->path), out = -1, rc = -1;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+
+	snprintf(tmp, sizeof(tmp), "%s/tmp/obj.XXXXXX", c->store);
+	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || !md ||
+	    (out = mkostemp(tmp, O_CLOEXEC)) < 0 || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "snapshot-read", "%.300s: %s", x->path, strerror(errno));
+		goto done;
+	}
+	/* The stat facts of what is actually read go to the cache. */
+	x->size = 0;
+	x->dev = (uint64_t)st.st_dev;
+	x->ino = (uint64_t)st.st_ino;
+	x->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	x->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	x->exec = (st.st_mode & S_IXUSR) != 0;
+	for (;;) {
+		ssize_t n = read(in, c->buf, COPY_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (n > 0 && sbx_write_all(out, c->buf, (size_t)n) != 0)) {
+			sbx_error_set(c->e, SBX_EXIT_INTERNAL, "snapshot-read", "%.300s: %s", x->path, strerror(errno));
+			goto done;
+		}
+		if (n == 0)
+			break;
+		EVP_DigestUpdate(md, c->buf, (size_t)n);
+		x->size += (uint64_t)n;
+	}
+	hex_digest(md, x->digest);
+	close(out);
+	out = -1;
+	rc = publish(c, tmp, x->digest);
+	tmp[0] = '\0';
+done:
+	if (out >= 0)
+		close(out);
+	if (tmp[0] && rc != 0)
+		unlink(tmp);
+	if (in >= 0)
+		close(in);
+	EVP_MD_CTX_free(md);
+	return rc;
+}
+
+static json_t *manifest_of(const struct sbx_snap_scan *s, uint64_t *files, uint64_t *bytes)
+{
+	json_t *entries = json_array();
+	for (size_t i = 0; i < s->len; i++) {
+		const struct sbx_snap_entry *x = &s->v[i];
+		json_t *row;
+		if (x->type == SBX_ENTRY_FILE) {
+			row = json_pack("{s:o,s:s,s:b,s:I,s:s}", "path", sbx_json_string_lossy(x->path), "type", "file",
+					"exec", x->exec, "size", (json_int_t)x->size, "digest", x->digest);
+			(*files)++;
+			*bytes += x->size;
+		} else if (x->type == SBX_ENTRY_SYMLINK) {
+			row = json_pack("{s:o,s:s,s:o}", "path", sbx_json_string_lossy(x->path), "type", "symlink",
+					"target", sbx_json_string_lossy(x->target));
+		} else {
+			row = json_pack("{s:o,s:s}", "path", sbx_json_string_lossy(x->path), "type", "dir");
+		}
+		json_array_append_new(entries, row);
+	}
+	return json_pack("{s:s,s:o}", "mediaType", SBX_SNAP_MEDIA_TYPE, "entries", entries);
+}
+
+/* Stores bytes as an object; fills digest. */
+static int store_blob(struct commit *c, const char *text, size_t len, char digest[72])
+{
+	char tmp[PATH_MAX];
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	snprintf(tmp, sizeof(tmp), "%s/tmp/obj.XXXXXX", c->store);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (!md || fd < 0 || sbx_write_all(fd, text, len) != 0) {
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "store-write", "%s: %s", tmp, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		EVP_MD_CTX_free(md);
+		return -1;
+	}
+	close(fd);
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_DigestUpdate(md, text, len);
+	hex_digest(md, digest);
+	EVP_MD_CTX_free(md);
+	return publish(c, tmp, digest);
+}
+
+static int move_ref(struct commit *c, const char *ref, const char *digest)
+{
+	char path[PATH_MAX], line[160], when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	snprintf(path, sizeof(path), "%s/refs/%s", c->store, ref);
+	snprintf(line, sizeof(line), "%s\n", digest);
+	if (sbx_atomic_write(path, line, strlen(line), 0600, c->e) != 0)
+		return -1;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(path, sizeof(path), "%s/refs/%s.log", c->store, ref);
+	snprintf(line, sizeof(line), "{\"at\":\"%s\",\"digest\":\"%s\"}\n", when, digest);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int rc = fd >= 0 && sbx_write_all(fd, line, strlen(line)) == 0 && fsync(fd) == 0 ? 0 : -1;
+	if (fd >= 0)
+		close(fd);
+	if (rc != 0)
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "store-write", "%s: %s", path, strerror(errno));
+	return rc;
+}
+
+static int prepare_store(const char *store, struct sbx_error *e)
+{
+	static const char *const dirs[] = { "objects", "refs", "statcache", "tmp" };
+	char path[PATH_MAX];
+	for (size_t i = 0; i < 4; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", store, dirs[i]) >= (int)sizeof(path)) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "store path too long");
+			return -1;
+		}
+		if (sbx_mkdir_p(path, 0700, e) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, struct sbx_error *e)
+{
+	struct commit c = { .store = store, .e = e };
+	struct sbx_snap_scan s = { 0 };
+	json_t *receipt = NULL;
+	uint64_t files = 0, bytes = 0;
+	char digest[72];
+	int lock = -1, rootfd = -1;
+
+	if (ref && !sbx_snap_valid_ref(ref)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-ref", "--ref: '%.80s' must match [A-Za-z0-9._-]{1,128}, "
+			      "not start with '.' nor end in .log", ref);
+		return NULL;
+	}
+	char *real = realpath(workspace, NULL);
+	if (!real) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: %s", workspace, strerror(errno));
+		return NULL;
+	}
+	sbx_map_init(&c.cache);
+	if (prepare_store(store, e) != 0 || (lock = sbx_snap_lock(store, false, e)) < 0 ||
+	    (rootfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || !(c.buf = malloc(COPY_BUF)) ||
+	    sbx_snap_scan(real, &s, e) != 0)
+		goto done;
+	snprintf(c.cache_path, sizeof(c.cache_path), "%s/statcache/%016llx.tsv", store,
+		 (unsigned long long)sbx_fnv1a64(SBX_FNV_INIT, real, strlen(real)));
+	load_cache(&c);
+	for (size_t i = 0; i < s.len; i++) {
+		struct sbx_snap_entry *x = &s.v[i];
+		if (x->type != SBX_ENTRY_FILE)
+			continue;
+		const struct cached *k = sbx_map_get(&c.cache, x->path, strlen(x->path));
+		/* Unchanged by every stat fact: the stored digest still holds
+		 * (gc drops the stat caches with the objects it removes). */
+		if (k && k->dev == x->dev && k->ino == x->ino && k->size == x->size &&
+		    k->mtime_ns == x->mtime_ns && k->ctime_ns == x->ctime_ns)
+			memcpy(x->digest, k->digest, sizeof(x->digest));
+		else if (store_file(&c, rootfd, x) != 0)
+			goto done;
+	}
+	json_t *manifest = manifest_of(&s, &files, &bytes);
+	char *text = json_dumps(manifest, JSON_COMPACT);
+	json_decref(manifest);
+	if (!text || store_blob(&c, text, strlen(text), digest) != 0) {
+		free(text);
+		goto done;
+	}
+	size_t size = strlen(text);
+	free(text);
+	/* Every object durable before any ref can point at it. */
+	int storefd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int synced = storefd >= 0 && syncfs(storefd) == 0;
+	if (storefd >= 0)
+		close(storefd);
+	if (!synced) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "store-write", "%.300s: cannot sync: %s", store, strerror(errno));
+		goto done;
+	}
+	if (ref && move_ref(&c, ref, digest) != 0)
+		goto done;
+	save_cache(&c, &s);
+	receipt = json_pack("{s:s,s:I,s:I,s:I,s:s,s:s}", "digest", digest, "size", (json_int_t)size,
+			    "files", (json_int_t)files, "bytes", (json_int_t)bytes,
+			    "mediaType", SBX_SNAP_MEDIA_TYPE, "pool", SBX_SNAP_POOL);
+	if (ref)
+		json_object_set_new(receipt, "ref", json_string(ref));
+done:
+	sbx_snap_scan_free(&s);
+	sbx_map_free(&c.cache, free);
+	free(c.buf);
+	free(real);
+	if (rootfd >= 0)
+		close(rootfd);
+	if (lock >= 0)
+		close(lock);
+	return receipt;
+}
