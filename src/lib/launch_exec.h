@@ -9,7 +9,9 @@
  * lands there and leaks into the sandbox as stdin or stdout. */
 void sbx_stdio_sanitize(void);
 
-/* Only returns on failure. */
-int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, struct sbx_error *e);
+#define SBX_INFO_FD 4 /* where bwrap writes {"child-pid": N} when asked */
+
+/* Only returns on failure. info_fd (-1: none) becomes fd 4. */
+int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, struct sbx_error *e);
 
 #endif

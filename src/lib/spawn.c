@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,8 +37,14 @@ static _Noreturn void child_exec(const struct sbx_spawn *s, int devnull, int rep
 	sigset_t none;
 	size_t total = 3 + s->n_extra;
 
-	if (s->new_process_group)
+	if (s->new_session)
+		setsid();
+	else if (s->new_process_group)
 		setpgid(0, 0);
+	if (s->die_with_parent)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (s->cgroup_procs_fd > 0 && write(s->cgroup_procs_fd, "0", 1) != 1)
+		goto fail;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
@@ -95,7 +102,7 @@ pid_t sbx_spawn_start(const struct sbx_spawn *s, int *exec_errno, struct sbx_err
 	if (pid == 0)
 		child_exec(s, devnull, report[1]);
 	int fork_errno = errno;
-	if (pid > 0 && s->new_process_group)
+	if (pid > 0 && s->new_process_group && !s->new_session)
 		setpgid(pid, pid); /* both sides set it: no window where a kill misses */
 	close(report[1]);
 	close(devnull);

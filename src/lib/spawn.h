@@ -18,6 +18,9 @@ struct sbx_spawn {
 	const int *extra_fds;    /* become fds 3, 4, ... in the child, in order */
 	size_t n_extra;
 	bool new_process_group;  /* setpgid(0, 0) so the group can be killed */
+	bool new_session;        /* setsid(): away from the caller's terminal */
+	bool die_with_parent;    /* PR_SET_PDEATHSIG SIGKILL */
+	int cgroup_procs_fd;     /* > 0: the child writes its pid there first */
 };
 
 /* Starts the program. Returns its pid, or -1 with an error when it could

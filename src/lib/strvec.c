@@ -61,6 +61,17 @@ void sbx_strvec_pushf(struct sbx_strvec *v, const char *fmt, ...)
 	push_owned(v, s);
 }
 
+void sbx_strvec_insert(struct sbx_strvec *v, size_t at, const char *s)
+{
+	size_t before = v->len;
+	sbx_strvec_push(v, s);
+	if (v->len == before || at >= before)
+		return;
+	char *moved = v->items[before];
+	memmove(v->items + at + 1, v->items + at, (before - at) * sizeof(char *));
+	v->items[at] = moved;
+}
+
 void sbx_strvec_free(struct sbx_strvec *v)
 {
 	for (size_t i = 0; i < v->len; i++)

@@ -18,6 +18,8 @@ void sbx_strvec_push(struct sbx_strvec *v, const char *s);
 void sbx_strvec_pushl(struct sbx_strvec *v, ...) __attribute__((sentinel));
 __attribute__((format(printf, 2, 3)))
 void sbx_strvec_pushf(struct sbx_strvec *v, const char *fmt, ...);
+/* Inserts s before position at (at <= len). */
+void sbx_strvec_insert(struct sbx_strvec *v, size_t at, const char *s);
 void sbx_strvec_free(struct sbx_strvec *v);
 
 #endif

@@ -19,6 +19,7 @@
 #include "../lib/workspace_owner.h"
 #include "../lib/atomic_file.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 struct options {
 	bool dry_run;
 	bool list_seccomp;
+	int info_fd;
 	const char *capabilities;
 	const char *run_as;
 	const char *spec;
@@ -45,6 +47,7 @@ static void usage(FILE *out)
 		"  --dry-run              print {argv, env, cwd, seccompProfile, seccomp, runAs, probe}\n"
 		"                         and exec nothing\n"
 		"  --list-seccomp         print the seccomp rule table, one JSON object per line\n"
+		"  --info-fd FD           bwrap writes {\"child-pid\": N} (the sandbox's pid 1) to FD\n"
 		"  --capabilities FILE    a probe answer (sbx-probe's JSON) instead of the cached probe\n"
 		"  --run-as USER|UID[:GID] who the workload runs as when started by root\n"
 		"                         (default: $SBX_RUN_AS, the 'sbx' user, else 10001:10001)\n"
@@ -54,10 +57,11 @@ static void usage(FILE *out)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_DRY = 256, OPT_LIST, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
+	enum { OPT_DRY = 256, OPT_LIST, OPT_INFO, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
 	static const struct option options[] = {
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "list-seccomp", no_argument, NULL, OPT_LIST },
+		{ "info-fd", required_argument, NULL, OPT_INFO },
 		{ "capabilities", required_argument, NULL, OPT_CAPS },
 		{ "run-as", required_argument, NULL, OPT_RUN_AS },
 		{ "help", no_argument, NULL, 'h' },
@@ -67,10 +71,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	opterr = 0;
+	o->info_fd = -1;
 	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DRY: o->dry_run = true; break;
 		case OPT_LIST: o->list_seccomp = true; break;
+		case OPT_INFO: o->info_fd = (int)sbx_cli_parse_long("--info-fd", optarg, 0, 65535); break;
 		case OPT_CAPS: o->capabilities = optarg; break;
 		case OPT_RUN_AS: o->run_as = optarg; break;
 		case 'h': usage(stdout); exit(SBX_EXIT_OK);
@@ -80,6 +86,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 	if (argc - optind > 1)
 		sbx_cli_usage_error("sbx-launch", "at most one SPEC argument");
+	if (o->info_fd >= 0 && (o->info_fd <= 2 || fcntl(o->info_fd, F_GETFD) < 0))
+		sbx_cli_usage_error("sbx-launch", "--info-fd: must name an open descriptor above 2");
 	o->spec = optind < argc ? argv[optind] : "-";
 }
 
@@ -261,7 +269,11 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	json_decref(probe);
+	if (o.info_fd >= 0) {
+		sbx_strvec_insert(&plan.argv, 1, "--info-fd");
+		sbx_strvec_insert(&plan.argv, 2, "4");
+	}
 	fflush(NULL);
-	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, &e);
+	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, o.info_fd, &e);
 	sbx_die(&e);
 }

@@ -1,0 +1,16 @@
+/* run_lease.h — one writer per physical workspace across processes: an
+ * flock on <state>/locks/ws-<dev>-<ino>.lock, whatever path spelling or
+ * symlink names the workspace. The kernel drops it when the holder dies. */
+#ifndef SBX_RUN_LEASE_H
+#define SBX_RUN_LEASE_H
+
+#include "error.h"
+
+#include <stdbool.h>
+
+/* Takes the lease on workspace (a realpath). *queued is set when another
+ * holder had it and this call waited (on_wait runs once, before waiting). */
+int sbx_lease_take(const char *state_dir, const char *workspace, void (*on_wait)(void *), void *arg,
+		   bool *queued, struct sbx_error *e);
+
+#endif

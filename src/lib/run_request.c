@@ -1,0 +1,197 @@
+/* run_request.c — the request's schema table, its checks, and the launch
+ * spec it becomes (runtimes exactly as the upstream runner's). */
+#include "run_request.h"
+#include "exitcodes.h"
+#include "json.h"
+#include "launch_spec.h"
+#include "quota.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sbx_json_field request_fields[] = {
+	{ "executionId", SBX_JSON_STRING, true, false },
+	{ "language", SBX_JSON_STRING, true, false },
+	{ "code", SBX_JSON_STRING, true, false },
+	{ "workspace", SBX_JSON_STRING, true, false },
+	{ "readOnlyWorkspace", SBX_JSON_STRING, false, true },
+	{ "cwd", SBX_JSON_STRING, false, true },
+	{ "env", SBX_JSON_OBJECT, false, true },
+	{ "timeoutMs", SBX_JSON_INTEGER, false, true },
+	{ "maxWorkspaceBytes", SBX_JSON_INTEGER, false, true },
+	{ "maxOutputBytes", SBX_JSON_INTEGER, false, true },
+	{ "network", SBX_JSON_OBJECT, false, true },
+	{ "environment", SBX_JSON_OBJECT, false, true },
+	{ "devices", SBX_JSON_ANY, false, true },
+	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
+	{ "limits", SBX_JSON_OBJECT, false, true },
+};
+static const struct sbx_json_field limit_fields[] = {
+	{ "memoryBytes", SBX_JSON_INTEGER, false, true },
+	{ "pids", SBX_JSON_INTEGER, false, true },
+	{ "cpuPercent", SBX_JSON_INTEGER, false, true },
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int bad(struct sbx_error *e, const char *field, const char *what)
+{
+	sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "%s: %s", field, what);
+	return -1;
+}
+
+const char *sbx_run_language_title(const char *language)
+{
+	return !strcmp(language, "python") ? "Python" : !strcmp(language, "r") ? "R" : "Shell";
+}
+
+static bool id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > 160 || !strcmp(id, ".") || !strcmp(id, ".."))
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		      *p == '_' || *p == ':' || *p == '.' || *p == '-'))
+			return false;
+	return true;
+}
+
+static bool blank(const char *s)
+{
+	for (; *s; s++)
+		if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+			return false;
+	return true;
+}
+
+/* A non-negative integer field, or its default when absent or null. */
+static int non_negative(const json_t *doc, const char *key, long long dflt, long long *out, struct sbx_error *e)
+{
+	const json_t *v = json_object_get(doc, key);
+	*out = json_is_integer(v) ? json_integer_value(v) : dflt;
+	return *out < 0 ? bad(e, key, "must not be negative") : 0;
+}
+
+/* The runtime argv of a language (code always arrives on stdin). */
+static json_t *runtime_argv(const char *language, bool managed)
+{
+	if (!strcmp(language, "shell"))
+		return json_pack("[s,s,s,s,s,s]", "/usr/bin/bash", "--noprofile", "--norc", "-euo", "pipefail", "-s");
+	if (!strcmp(language, "python"))
+		return managed ? json_pack("[s,s,s]", "/opt/science-env/bin/python", "-I", "-")
+			       : json_pack("[s,s,s]", "python3", "-I", "-");
+	return json_pack("[s,s,s]", "/opt/science-env/bin/R", "--vanilla", "--slave");
+}
+
+static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
+{
+	json_t *doc = r->doc;
+	const char *cwd = sbx_json_string_or(doc, "cwd", NULL);
+	bool managed = json_is_object(json_object_get(doc, "environment"));
+
+	if (!strcmp(r->language, "r") && !managed)
+		return bad(e, "environment", "R execution requires the scientific environment capability (an environment prefix)");
+	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", r->workspace);
+	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "devices", "tmpSizeBytes" };
+	for (size_t i = 0; i < COUNT(passed); i++) {
+		json_t *v = json_object_get(doc, passed[i]);
+		if (v && !json_is_null(v))
+			json_object_set(r->spec, passed[i], v);
+	}
+	if (cwd && *cwd) {
+		if (cwd[0] == '/')
+			return bad(e, "cwd", "must be workspace-relative");
+		/* The launch maps it below the workspace's mount point and checks
+		 * that it stays inside; here only the parent's layout is needed. */
+		struct sbx_launch_spec probe;
+		json_t *plain = json_deep_copy(r->spec);
+		if (sbx_launch_spec_parse(plain, &probe, e) != 0) {
+			json_decref(plain);
+			sbx_launch_spec_free(&probe);
+			return -1;
+		}
+		char *sandbox_cwd = NULL;
+		if (asprintf(&sandbox_cwd, "%s/%s", probe.ws_mount, cwd) < 0)
+			sandbox_cwd = NULL;
+		sbx_launch_spec_free(&probe);
+		json_decref(plain);
+		if (!sandbox_cwd)
+			return bad(e, "cwd", "out of memory");
+		json_object_set_new(r->spec, "cwd", json_string(sandbox_cwd));
+		free(sandbox_cwd);
+	}
+	/* Validate the whole spec now, so a bad request never starts anything. */
+	struct sbx_launch_spec check;
+	int rc = sbx_launch_spec_parse(r->spec, &check, e);
+	sbx_launch_spec_free(&check);
+	return rc;
+}
+
+int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_error *e)
+{
+	long long v;
+
+	memset(r, 0, sizeof(*r));
+	r->doc = doc;
+	if (sbx_json_validate(doc, request_fields, COUNT(request_fields), "", e) != 0)
+		return -1;
+	const char *id = sbx_json_string_or(doc, "executionId", "");
+	if (blank(id))
+		return bad(e, "executionId", "Execution ID is required");
+	if (!id_ok(id))
+		return bad(e, "executionId", "must match ^[A-Za-z0-9_:.-]{1,160}$");
+	snprintf(r->execution_id, sizeof(r->execution_id), "%s", id);
+	const char *lang = sbx_json_string_or(doc, "language", "");
+	if (strcmp(lang, "shell") && strcmp(lang, "python") && strcmp(lang, "r"))
+		return bad(e, "language", "must be shell, python or r");
+	snprintf(r->language, sizeof(r->language), "%s", lang);
+	json_t *code = json_object_get(doc, "code");
+	r->code = json_string_value(code);
+	r->code_len = json_string_length(code);
+	if (blank(r->code)) {
+		char what[64];
+		snprintf(what, sizeof(what), "%s code is required", sbx_run_language_title(lang));
+		return bad(e, "code", what);
+	}
+	if (r->code_len > SBX_CODE_MAX_BYTES)
+		return bad(e, "code", "larger than 16 MiB");
+	const char *ws = sbx_json_string_or(doc, "workspace", "");
+	if (ws[0] != '/')
+		return bad(e, "workspace", "must be an absolute path");
+	if (!(r->workspace = realpath(ws, NULL))) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "workspace: %.300s: %s", ws, strerror(errno));
+		return -1;
+	}
+	if (non_negative(doc, "timeoutMs", 0, &r->timeout_ms, e) != 0 ||
+	    non_negative(doc, "maxWorkspaceBytes", (long long)SBX_QUOTA_DEFAULT_BYTES, &v, e) != 0)
+		return -1;
+	r->max_workspace_bytes = (uint64_t)v;
+	if (non_negative(doc, "maxOutputBytes", (long long)SBX_OUTPUT_DEFAULT_BYTES, &v, e) != 0)
+		return -1;
+	r->max_output_bytes = (uint64_t)v;
+	if (r->max_output_bytes && r->max_output_bytes < 1024)
+		return bad(e, "maxOutputBytes", "must be 0 (never truncate) or at least 1024");
+	json_t *limits = json_object_get(doc, "limits");
+	if (limits && !json_is_null(limits)) {
+		if (sbx_json_validate(limits, limit_fields, COUNT(limit_fields), "limits", e) != 0)
+			return -1;
+		r->limits.requested = true;
+		if (non_negative(limits, "memoryBytes", 0, &r->limits.memory_bytes, e) != 0 ||
+		    non_negative(limits, "pids", 0, &r->limits.pids, e) != 0 ||
+		    non_negative(limits, "cpuPercent", 0, &r->limits.cpu_percent, e) != 0)
+			return -1;
+		if (r->limits.cpu_percent > 100 * 1024)
+			return bad(e, "limits.cpuPercent", "at most 102400 (1024 CPUs)");
+	}
+	return build_spec(r, e);
+}
+
+void sbx_run_request_free(struct sbx_run_request *r)
+{
+	free(r->workspace);
+	json_decref(r->spec);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,41 @@
+/* run_request.h — an execution request (sbx-formats(5)): validated in full,
+ * then turned into the launch spec sbx-launch runs. */
+#ifndef SBX_RUN_REQUEST_H
+#define SBX_RUN_REQUEST_H
+
+#include "error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SBX_OUTPUT_DEFAULT_BYTES (1ull << 30) /* maxOutputBytes default: 1 GiB */
+#define SBX_CODE_MAX_BYTES (16u << 20)
+
+struct sbx_run_limits {
+	bool requested;
+	long long memory_bytes, pids, cpu_percent; /* 0: not set */
+};
+
+struct sbx_run_request {
+	char execution_id[161];
+	char language[8];           /* shell | python | r */
+	const char *code;           /* points into doc */
+	size_t code_len;
+	char *workspace;            /* realpath */
+	long long timeout_ms;       /* 0: none */
+	uint64_t max_workspace_bytes; /* 0: unlimited */
+	uint64_t max_output_bytes;    /* 0: never truncate */
+	struct sbx_run_limits limits;
+	json_t *doc;                /* the request */
+	json_t *spec;               /* the launch spec built from it */
+};
+
+/* Parses and validates; the error names the field (exit 2). */
+int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_error *e);
+void sbx_run_request_free(struct sbx_run_request *r);
+
+/* "Shell" / "Python" / "R", for the upstream messages. */
+const char *sbx_run_language_title(const char *language);
+
+#endif

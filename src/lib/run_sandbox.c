@@ -1,0 +1,195 @@
+/* run_sandbox.c — start, identify, signal and reap a sandbox. */
+#include "run_sandbox.h"
+#include "exitcodes.h"
+#include "io.h"
+#include "spawn.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int sbx_sibling_program(const char *name, char *out, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (snprintf(out, size, "%s/%s", self, name) < (int)size && access(out, X_OK) == 0)
+				return 0;
+		}
+	}
+	return sbx_find_executable(name, out, size) ? 0 : -1;
+}
+
+static void close_pair(int p[2])
+{
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+}
+
+int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd,
+		      struct sbx_sandbox *sb, struct sbx_error *e)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 };
+	int memfd = memfd_create("sbx-spec", MFD_CLOEXEC);
+	char *text = json_dumps(spec, JSON_COMPACT);
+
+	memset(sb, 0, sizeof(*sb));
+	sb->pid = -1;
+	sb->pidfd = sb->init_pidfd = sb->in = sb->out = sb->err = sb->info = -1;
+	if (memfd < 0 || !text || sbx_write_all(memfd, text, strlen(text)) != 0 || lseek(memfd, 0, SEEK_SET) != 0 ||
+	    pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(info, O_CLOEXEC)) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "spawn-failed", "preparing the sandbox: %s", strerror(errno));
+		goto fail;
+	}
+	free(text);
+	text = NULL;
+	/* The spec is read by sbx-launch from fd 3; bwrap reports on fd 4. */
+	const int extra[2] = { memfd, info[1] };
+	const char *argv[] = { launch, "--info-fd", "4", "/proc/self/fd/3", NULL };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
+			       .extra_fds = extra, .n_extra = 2, .new_session = true, .die_with_parent = true,
+			       .cgroup_procs_fd = cgroup_procs_fd };
+	sb->pid = sbx_spawn_start(&s, NULL, e);
+	if (sb->pid < 0)
+		goto fail;
+	close(memfd);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	close(info[1]);
+	sb->in = in[1];
+	sb->out = out[0];
+	sb->err = err[0];
+	sb->info = info[0];
+	sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+	fcntl(sb->in, F_SETFL, O_NONBLOCK);
+	fcntl(sb->out, F_SETFL, O_NONBLOCK);
+	fcntl(sb->err, F_SETFL, O_NONBLOCK);
+	fcntl(sb->info, F_SETFL, O_NONBLOCK);
+	return 0;
+fail:
+	free(text);
+	if (memfd >= 0)
+		close(memfd);
+	close_pair(in);
+	close_pair(out);
+	close_pair(err);
+	close_pair(info);
+	return -1;
+}
+
+/* A number after `"key":` in bwrap's info JSON. */
+static unsigned long long info_number(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	if (!p || !(p = strchr(p + strlen(key), ':')))
+		return 0;
+	return strtoull(p + 1, NULL, 10);
+}
+
+bool sbx_sandbox_read_info(struct sbx_sandbox *sb)
+{
+	while (sb->info >= 0 && sb->info_len < sizeof(sb->info_buf) - 1) {
+		ssize_t n = read(sb->info, sb->info_buf + sb->info_len, sizeof(sb->info_buf) - 1 - sb->info_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || errno != EAGAIN) {
+				close(sb->info);
+				sb->info = -1;
+			}
+			break;
+		}
+		sb->info_len += (size_t)n;
+	}
+	sb->info_buf[sb->info_len] = '\0';
+	if (!sb->init_pid && strchr(sb->info_buf, '}')) {
+		sb->init_pid = (pid_t)info_number(sb->info_buf, "\"child-pid\"");
+		sb->pidns = info_number(sb->info_buf, "\"pid-namespace\"");
+		if (sb->init_pid > 0)
+			sb->init_pidfd = (int)syscall(SYS_pidfd_open, sb->init_pid, 0);
+	}
+	return sb->init_pid > 0;
+}
+
+static uint64_t pidns_of(pid_t pid)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	const char *open_ = strchr(link, '[');
+	return open_ ? strtoull(open_ + 1, NULL, 10) : 0;
+}
+
+int sbx_sandbox_signal_all(const struct sbx_sandbox *sb, int sig)
+{
+	int count = 0;
+	if (!sb->pidns)
+		return 0;
+	DIR *d = opendir("/proc");
+	for (struct dirent *de; d && (de = readdir(d));) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == sb->init_pid)
+			continue;
+		if (pidns_of((pid_t)pid) == sb->pidns && kill((pid_t)pid, sig) == 0)
+			count++;
+	}
+	if (d)
+		closedir(d);
+	return count;
+}
+
+void sbx_sandbox_kill(const struct sbx_sandbox *sb)
+{
+	if (sb->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	if (sb->init_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
+}
+
+int sbx_sandbox_reap(struct sbx_sandbox *sb)
+{
+	int status = 0;
+	if (sb->pid > 0)
+		while (waitpid(sb->pid, &status, 0) < 0 && errno == EINTR)
+			;
+	sb->pid = -1;
+	/* pid 1's exit completes only after every process of its namespace is
+	 * gone, so this is "the whole tree is gone". */
+	if (sb->init_pidfd >= 0) {
+		struct pollfd p = { .fd = sb->init_pidfd, .events = POLLIN };
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+	}
+	return status;
+}
+
+void sbx_sandbox_close(struct sbx_sandbox *sb)
+{
+	int *fds[] = { &sb->pidfd, &sb->init_pidfd, &sb->in, &sb->out, &sb->err, &sb->info };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}

@@ -1,0 +1,44 @@
+/* run_sandbox.h — one sandbox under supervision: started through sbx-launch
+ * (which execs bwrap in place, so our child is bwrap), its pid namespace
+ * learned from bwrap's info fd, and stopped for good: SIGTERM to every
+ * process in that namespace, a grace, then SIGKILL of bwrap and the
+ * sandbox's pid 1, which takes the whole namespace down with it (a
+ * setsid() and double-fork inside cannot escape that). */
+#ifndef SBX_RUN_SANDBOX_H
+#define SBX_RUN_SANDBOX_H
+
+#include "error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sbx_sandbox {
+	pid_t pid;          /* bwrap, our child */
+	int pidfd;
+	pid_t init_pid;     /* the sandbox's pid 1, in our pid namespace (0 until known) */
+	int init_pidfd;
+	uint64_t pidns;     /* its pid namespace inode */
+	int in, out, err, info; /* our ends: the workload's stdin, stdout, stderr; bwrap's info */
+	char info_buf[4096];
+	size_t info_len;
+};
+
+/* Starts `launch` (sbx-launch) on spec. cgroup_procs_fd > 0: joined first. */
+int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd,
+		      struct sbx_sandbox *sb, struct sbx_error *e);
+/* Reads bwrap's info fd when it is readable; true once pid 1 is known. */
+bool sbx_sandbox_read_info(struct sbx_sandbox *sb);
+/* SIGTERM (or sig) to every process in the sandbox's pid namespace but pid 1. */
+int sbx_sandbox_signal_all(const struct sbx_sandbox *sb, int sig);
+/* SIGKILL to bwrap and the sandbox's pid 1: the namespace goes with them. */
+void sbx_sandbox_kill(const struct sbx_sandbox *sb);
+/* Waits until the whole process tree is gone; returns bwrap's wait status. */
+int sbx_sandbox_reap(struct sbx_sandbox *sb);
+void sbx_sandbox_close(struct sbx_sandbox *sb);
+
+/* The program next to this executable (bin/sbx-launch), else on PATH. */
+int sbx_sibling_program(const char *name, char *out, size_t size);
+
+#endif

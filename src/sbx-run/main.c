@@ -1,0 +1,324 @@
+/* sbx-run — the trusted supervisor of one execution: validate the request,
+ * take the workspace lease, check the quota, run the sandbox (sbx-launch)
+ * under deadline, quota and cancel, capture its output, snapshot the
+ * workspace, and report. `sbx-run cancel DIR` stops a running execution. */
+#include "run.h"
+#include "../lib/atomic_file.h"
+#include "../lib/cli.h"
+#include "../lib/datadir.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
+#include "../lib/io.h"
+#include "../lib/json.h"
+#include "../lib/quota.h"
+#include "../lib/quota_watch.h"
+#include "../lib/run_lease.h"
+#include "../lib/snap_store.h"
+#include "../lib/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REQUEST_CAP (32u << 20)
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sbx-run [--state-dir DIR] [--snapshot-store DIR | --no-snapshot] [--grace-ms N] [REQUEST|-]\n"
+		"       sbx-run cancel EXECUTION-DIR\n"
+		"\n"
+		"Runs one execution request (JSON, see sbx-formats(5)) and prints events as JSON lines:\n"
+		"queued, started, finished (with the result, also in <state>/<id>/result.json).\n"
+		"\n"
+		"  --state-dir DIR       executions and leases (default: <data dir>/executions)\n"
+		"  --snapshot-store DIR  where workspace snapshots go (default: <state dir>/snapshots)\n"
+		"  --no-snapshot         skip the snapshot\n"
+		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n");
+	sbx_cli_print_exit_codes(out);
+}
+
+/* `sbx-run cancel DIR`: SIGTERM to the supervisor recorded there, if it is
+ * still that process (pid and start time both match). */
+static int cancel(const char *dir)
+{
+	struct sbx_error e;
+	char path[PATH_MAX + 32], stat_path[64];
+	snprintf(path, sizeof(path), "%s/supervisor.json", dir);
+	json_t *sup = sbx_json_load(path, 4096, &e);
+	if (!sup)
+		sbx_die(&e);
+	pid_t pid = (pid_t)json_integer_value(json_object_get(sup, "pid"));
+	const char *start = sbx_json_string_or(sup, "startTime", "");
+	snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)pid);
+	size_t len;
+	char *st = pid > 0 ? sbx_read_file_capped(stat_path, 4096, &len, &e) : NULL;
+	char now[32] = "";
+	const char *paren = st ? strrchr(st, ')') : NULL;
+	/* Field 22 (starttime), counted after the command name. */
+	for (int field = 2; paren && *paren; paren++)
+		if (*paren == ' ' && ++field == 22) {
+			snprintf(now, sizeof(now), "%.*s", (int)strcspn(paren + 1, " "), paren + 1);
+			break;
+		}
+	free(st);
+	int ok = now[0] && !strcmp(now, start) && kill(pid, SIGTERM) == 0;
+	json_decref(sup);
+	if (!ok) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "not-running", "%s: no running execution to cancel", dir);
+		sbx_die(&e);
+	}
+	sbx_json_print(stdout, json_pack("{s:b,s:i}", "cancelRequested", 1, "supervisorPid", (int)pid));
+	return SBX_EXIT_OK;
+}
+
+static void record_supervisor(struct run *r)
+{
+	struct sbx_error e;
+	char path[PATH_MAX + 256], stat_path[64], *st;
+	size_t len;
+	snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)getpid());
+	st = sbx_read_file_capped(stat_path, 4096, &len, &e);
+	char start[32] = "";
+	const char *paren = st ? strrchr(st, ')') : NULL;
+	for (int field = 2; paren && *paren; paren++)
+		if (*paren == ' ' && ++field == 22) {
+			snprintf(start, sizeof(start), "%.*s", (int)strcspn(paren + 1, " "), paren + 1);
+			break;
+		}
+	free(st);
+	char *text = NULL;
+	if (asprintf(&text, "{\"pid\":%d,\"startTime\":\"%s\"}\n", (int)getpid(), start) > 0) {
+		snprintf(path, sizeof(path), "%s/supervisor.json", r->exec_dir);
+		sbx_atomic_write(path, text, strlen(text), 0600, &e);
+	}
+	free(text);
+}
+
+/* sbx-launch --dry-run of the spec: validates the host and records the
+ * environment and working directory the sandbox will get. */
+static json_t *provenance(struct run *r, struct sbx_error *e)
+{
+	char *text = json_dumps(r->req.spec, JSON_COMPACT);
+	char path[PATH_MAX + 256];
+	snprintf(path, sizeof(path), "%s/launch-spec.json", r->exec_dir);
+	if (!text || sbx_atomic_write(path, text, strlen(text), 0600, e) != 0) {
+		free(text);
+		return NULL;
+	}
+	free(text);
+	const char *argv[] = { r->launch, "--dry-run", path, NULL };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1 };
+	struct sbx_capture c;
+	if (sbx_spawn_capture(&s, 60000, 4u << 20, &c, e) != 0)
+		return NULL;
+	json_t *out = NULL;
+	if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) {
+		out = sbx_json_parse(c.out, c.out_len, "sbx-launch --dry-run", e);
+	} else {
+		char line[1024];
+		sbx_last_line(c.err, line, sizeof(line));
+		json_t *diag = json_loads(line, 0, NULL);
+		sbx_error_set(e, WIFEXITED(c.status) ? WEXITSTATUS(c.status) : SBX_EXIT_INTERNAL,
+			      sbx_json_string_or(diag, "code", "launch-refused"), "%s",
+			      sbx_json_string_or(diag, "message", line));
+		sbx_error_remedy(e, "%s", sbx_json_string_or(diag, "remedy", ""));
+		json_decref(diag);
+	}
+	sbx_capture_free(&c);
+	return out;
+}
+
+static void on_queued(void *arg)
+{
+	struct run *r = arg;
+	run_event("queued", r, json_pack("{s:s}", "workspace", r->req.workspace));
+}
+
+/* Ends the run with a failure that happened before or around the sandbox. */
+static int fail(struct run *r, const struct sbx_error *e)
+{
+	r->exit_code = e->exit_code ? e->exit_code : SBX_EXIT_INTERNAL;
+	snprintf(r->error, sizeof(r->error), "%s", e->message);
+	if (!r->finished_at_ms)
+		r->finished_at_ms = run_now_ms();
+	return r->exit_code;
+}
+
+static int execute(struct run *r, struct sbx_error *e)
+{
+	bool queued;
+	char message[512];
+
+	if ((r->lease_fd = sbx_lease_take(r->state_dir, r->req.workspace, on_queued, r, &queued, e)) < 0)
+		return fail(r, e);
+	r->started_at_ms = run_now_ms();
+	if (sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
+		sbx_quota_message(false, r->req.max_workspace_bytes, message, sizeof(message));
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
+		return fail(r, e);
+	}
+	if (r->req.limits.requested && sbx_cgroup_create(r->req.execution_id, &r->req.limits, &r->cg, e) != 0)
+		return fail(r, e);
+	if (sbx_snap_scan(r->req.workspace, &r->before, e) != 0 ||
+	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
+	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, &r->sb, e) != 0)
+		return fail(r, e);
+	r->ran = true;
+	run_event("started", r, json_pack("{s:i}", "sandboxPid", (int)r->sb.pid));
+	int supervised = run_supervise(r, e);
+	r->finished_at_ms = run_now_ms();
+	sbx_cgroup_remove(&r->cg);
+	if (sbx_output_finish(&r->out, &r->truncated, e) != 0 || supervised != 0)
+		return fail(r, e);
+	if (sbx_snap_scan(r->req.workspace, &r->after, e) != 0)
+		return fail(r, e);
+	if (r->quota_hit || sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
+		r->quota_hit = true;
+		sbx_quota_message(true, r->req.max_workspace_bytes, message, sizeof(message));
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
+		fail(r, e);
+	} else if (r->timed_out) {
+		sbx_error_set(e, SBX_EXIT_TIMEOUT, "timeout", "%s execution timed out after %lld ms",
+			      sbx_run_language_title(r->req.language), r->req.timeout_ms);
+		fail(r, e);
+	} else if (r->cancelled) {
+		sbx_error_set(e, SBX_EXIT_CANCELLED, "cancelled", "%s execution aborted",
+			      sbx_run_language_title(r->req.language));
+		fail(r, e);
+	}
+	if (r->store[0]) {
+		char ref[96];
+		struct stat st;
+		stat(r->req.workspace, &st);
+		snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+		struct sbx_error se;
+		if (!(r->snapshot = sbx_snap_commit(r->req.workspace, r->store, ref, &se)) && !r->exit_code)
+			return fail(r, &se);
+	}
+	return r->exit_code;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "snapshot-store", required_argument, NULL, 'S' },
+		{ "no-snapshot", no_argument, NULL, 'n' },
+		{ "grace-ms", required_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct run run;
+	struct run *r = &run;
+	struct sbx_error e;
+	const char *state = NULL, *store = NULL;
+	bool no_snapshot = false;
+	int c;
+
+	sbx_diag_program("sbx-run");
+	if (argc > 1 && !strcmp(argv[1], "cancel")) {
+		if (argc != 3)
+			sbx_cli_usage_error("sbx-run", "cancel takes one EXECUTION-DIR");
+		return cancel(argv[2]);
+	}
+	r->grace_ms = 5000;
+	r->lease_fd = -1;
+	r->cg.procs_fd = -1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (c) {
+		case 's': state = optarg; break;
+		case 'S': store = optarg; break;
+		case 'n': no_snapshot = true; break;
+		case 'g': r->grace_ms = (int)sbx_cli_parse_long("--grace-ms", optarg, 0, 3600000); break;
+		case 'h': usage(stdout); return SBX_EXIT_OK;
+		case 'V': sbx_cli_print_version("sbx-run"); return SBX_EXIT_OK;
+		default: sbx_cli_bad_option("sbx-run", argv[optind - 1]);
+		}
+	}
+	if (argc - optind > 1)
+		sbx_cli_usage_error("sbx-run", "at most one REQUEST argument");
+	if (no_snapshot && store)
+		sbx_cli_usage_error("sbx-run", "--no-snapshot and --snapshot-store exclude each other");
+	char data[PATH_MAX];
+	int n = -1;
+	if (state)
+		n = snprintf(r->state_dir, sizeof(r->state_dir), "%s", state);
+	else if (sbx_data_dir(data, sizeof(data)) == 0)
+		n = snprintf(r->state_dir, sizeof(r->state_dir), "%s/executions", data);
+	if (n < 0 || (size_t)n >= sizeof(r->state_dir) - 64)
+		sbx_cli_usage_error("sbx-run", "--state-dir: path too long");
+	if (!no_snapshot) {
+		n = store ? snprintf(r->store, sizeof(r->store), "%s", store)
+			  : snprintf(r->store, sizeof(r->store), "%s/snapshots", r->state_dir);
+		if (n < 0 || (size_t)n >= sizeof(r->store))
+			sbx_cli_usage_error("sbx-run", "--snapshot-store: path too long");
+	}
+
+	/* 1. The request, whole, before anything is created. */
+	json_t *doc = sbx_json_load(optind < argc ? argv[optind] : "-", REQUEST_CAP, &e);
+	if (!doc || sbx_run_request_parse(doc, &r->req, &e) != 0)
+		sbx_die(&e);
+	if (sbx_sibling_program("sbx-launch", r->launch, sizeof(r->launch)) != 0) {
+		sbx_error_set(&e, SBX_EXIT_NO_SANDBOX, "launch-missing", "sbx-launch was found neither next to sbx-run nor on PATH");
+		sbx_die(&e);
+	}
+	/* 2. The execution directory: a second run of one id is refused. */
+	if (sbx_mkdir_p(r->state_dir, 0700, &e) != 0)
+		sbx_die(&e);
+	if (snprintf(r->exec_dir, sizeof(r->exec_dir), "%s/%s", r->state_dir, r->req.execution_id) >= (int)sizeof(r->exec_dir))
+		sbx_cli_usage_error("sbx-run", "--state-dir: path too long");
+	if (mkdir(r->exec_dir, 0700) != 0) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, errno == EEXIST ? "duplicate-execution" : "state-unusable",
+			      "executionId: %s: %s", r->exec_dir, errno == EEXIST ? "already used" : strerror(errno));
+		sbx_die(&e);
+	}
+	record_supervisor(r);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	r->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	/* 3. Provenance, then the run itself. */
+	if (!(r->provenance = provenance(r, &e)))
+		fail(r, &e);
+	else
+		execute(r, &e);
+
+	/* 4. The result, durable before the lease goes. */
+	json_t *result = run_result(r);
+	if (run_write_result(r, result, &e) != 0) {
+		sbx_diag_error(&e);
+		r->exit_code = SBX_EXIT_INTERNAL;
+	}
+	run_event("finished", r, json_pack("{s:O}", "result", result));
+	if (r->exit_code)
+		sbx_diag("error", sbx_json_string_or(result, "failureClass", "error"), NULL, "%s", r->error);
+	json_decref(result);
+	sbx_output_close(&r->out);
+	sbx_sandbox_close(&r->sb);
+	if (r->lease_fd >= 0)
+		close(r->lease_fd);
+	/* Nobody to cancel any more. */
+	int dirfd = open(r->exec_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd >= 0) {
+		unlinkat(dirfd, "supervisor.json", 0);
+		close(dirfd);
+	}
+	return r->exit_code;
+}

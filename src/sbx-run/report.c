@@ -1,0 +1,114 @@
+/* report.c — events on stdout (JSON lines) and the result, also written
+ * atomically as result.json: a crash leaves no result.json or a whole one. */
+#include "run.h"
+#include "../lib/atomic_file.h"
+#include "../lib/io.h"
+#include "../lib/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+long long run_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static json_t *iso_time(long long ms)
+{
+	char buf[40];
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	if (!ms)
+		return json_null();
+	gmtime_r(&s, &tm);
+	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, sizeof(buf) - n, ".%03lldZ", ms % 1000);
+	return json_string(buf);
+}
+
+void run_event(const char *event, struct run *r, json_t *extra)
+{
+	json_t *ev = json_pack("{s:s,s:s,s:o}", "event", event, "executionId", r->req.execution_id,
+			       "at", iso_time(run_now_ms()));
+	if (extra)
+		json_object_update(ev, extra);
+	sbx_json_print(stdout, ev);
+	json_decref(ev);
+	json_decref(extra);
+}
+
+/* A captured stream as text: invalid UTF-8 becomes U+FFFD. */
+static json_t *stream_text(const char *path)
+{
+	struct sbx_error e;
+	size_t len;
+	char *text = sbx_read_file_capped(path, (size_t)1 << 40, &len, &e);
+	json_t *v = text ? sbx_json_string_lossy(text) : json_string("");
+	free(text);
+	return v;
+}
+
+static const char *failure_class(const struct run *r)
+{
+	switch (r->exit_code) {
+	case 0: return NULL;
+	case 6: return "resource-exhausted";
+	case 7: return "timeout";
+	case 10: return "cancelled";
+	case 2: return "user";
+	case 3: return "policy";
+	default: return "infra";
+	}
+}
+
+json_t *run_result(struct run *r)
+{
+	json_t *created = json_array(), *modified = json_array(), *deleted = json_array();
+	if (r->ran && r->after.v)
+		sbx_snap_fingerprint_diff(&r->before, &r->after, created, modified, deleted);
+	json_t *exit_code = json_null();
+	if (r->ran && WIFEXITED(r->wait_status) && !r->timed_out && !r->cancelled && !r->quota_hit)
+		exit_code = json_integer(WEXITSTATUS(r->wait_status));
+	else if (r->ran && WIFSIGNALED(r->wait_status))
+		exit_code = json_integer(128 + WTERMSIG(r->wait_status));
+	else if (r->ran && WIFEXITED(r->wait_status))
+		exit_code = json_integer(WEXITSTATUS(r->wait_status));
+	const char *cls = failure_class(r);
+	json_t *env = json_object_get(r->provenance, "env");
+	json_t *res = json_pack(
+		"{s:s,s:s,s:o,s:o,s:o,s:b,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:O,s:O,s:O,s:o}",
+		"executionId", r->req.execution_id, "language", r->req.language, "exitCode", exit_code,
+		"stdout", r->ran ? stream_text(r->out.s[0].path) : json_string(""),
+		"stderr", r->ran ? stream_text(r->out.s[1].path) : json_string(""),
+		"truncated", r->truncated, "stdoutBytes", (json_int_t)r->out.s[0].total,
+		"stderrBytes", (json_int_t)r->out.s[1].total, "timedOut", r->timed_out, "cancelled", r->cancelled,
+		"failureClass", cls ? json_string(cls) : json_null(),
+		"error", r->error[0] ? json_string(r->error) : json_null(),
+		"startedAt", iso_time(r->started_at_ms),
+		"durationMs", (json_int_t)(r->finished_at_ms && r->started_at_ms ? r->finished_at_ms - r->started_at_ms : 0),
+		"finishedAt", iso_time(r->finished_at_ms),
+		"createdFiles", created, "modifiedFiles", modified, "deletedFiles", deleted,
+		"environmentVariables", env ? env : json_null(),
+		"workingDirectory", json_object_get(r->provenance, "cwd") ? json_object_get(r->provenance, "cwd") : json_null(),
+		"workspaceSnapshot", r->snapshot ? r->snapshot : json_null(),
+		"limits", sbx_cgroup_report(&r->cg, &r->req.limits));
+	json_int_t tmp = json_integer_value(json_object_get(r->req.spec, "tmpSizeBytes"));
+	json_object_set_new(res, "tmpSizeBytes", json_integer(tmp ? tmp : (1ll << 30)));
+	json_object_set_new(res, "coreDumps", json_false());
+	return res;
+}
+
+int run_write_result(struct run *r, json_t *result, struct sbx_error *e)
+{
+	char path[PATH_MAX + 256];
+	char *text = json_dumps(result, JSON_COMPACT);
+	snprintf(path, sizeof(path), "%s/result.json", r->exec_dir);
+	int rc = text ? sbx_atomic_write(path, text, strlen(text), 0600, e) : -1;
+	free(text);
+	return rc;
+}

@@ -1,0 +1,51 @@
+/* run.h — the state of one supervised execution, shared by sbx-run's files:
+ * main.c (the steps), supervise.c (the loop while the sandbox runs),
+ * report.c (events and the result). */
+#ifndef SBX_RUN_H
+#define SBX_RUN_H
+
+#include "../lib/cgroup_limits.h"
+#include "../lib/run_output.h"
+#include "../lib/run_request.h"
+#include "../lib/run_sandbox.h"
+#include "../lib/snap_scan.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct run {
+	struct sbx_run_request req;
+	char state_dir[PATH_MAX];
+	char exec_dir[PATH_MAX + 200];
+	char store[PATH_MAX];     /* "" : no snapshot */
+	char launch[PATH_MAX];
+	int grace_ms;
+	int signal_fd;
+	int lease_fd;
+	json_t *provenance;        /* sbx-launch --dry-run: argv, env, cwd, ... */
+	struct sbx_snap_scan before, after;
+	struct sbx_output out;
+	struct sbx_sandbox sb;
+	struct sbx_cgroup cg;
+	long long started_at_ms, finished_at_ms;
+	int wait_status;
+	bool ran, timed_out, cancelled, quota_hit, truncated;
+	uint64_t quota_bytes;
+	json_t *snapshot;          /* the sbx-snap receipt, or null */
+	char error[1024];          /* the failure's message, "" when none */
+	int exit_code;             /* sbx-run's own status */
+};
+
+/* supervise.c: feeds the code, captures output, enforces deadline, quota
+ * and cancel, and returns once the whole sandbox is gone. */
+int run_supervise(struct run *r, struct sbx_error *e);
+
+/* report.c */
+long long run_now_ms(void);
+void run_event(const char *event, struct run *r, json_t *extra);
+json_t *run_result(struct run *r);
+int run_write_result(struct run *r, json_t *result, struct sbx_error *e);
+
+#endif
