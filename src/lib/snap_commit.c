@@ -269,7 +269,7 @@ json_t *sbx_snap_commit(const char *workspace, const char *store, const char *re
 	struct commit c = { .store = store, .e = e };
 	struct sbx_snap_scan s = { 0 };
 	json_t *receipt = NULL;
-	uint64_t files = 0, bytes = 0;
+	uint64_t files = 0, bytes = 0, hashed = 0;
 	char digest[72];
 	int lock = -1, rootfd = -1;
 
@@ -303,6 +303,8 @@ json_t *sbx_snap_commit(const char *workspace, const char *store, const char *re
 			memcpy(x->digest, k->digest, sizeof(x->digest));
 		else if (store_file(&c, rootfd, x) != 0)
 			goto done;
+		else
+			hashed++;
 	}
 	json_t *manifest = manifest_of(&s, &files, &bytes);
 	char *text = json_dumps(manifest, JSON_COMPACT);
@@ -325,9 +327,9 @@ json_t *sbx_snap_commit(const char *workspace, const char *store, const char *re
 	if (ref && move_ref(&c, ref, digest) != 0)
 		goto done;
 	save_cache(&c, &s);
-	receipt = json_pack("{s:s,s:I,s:I,s:I,s:s,s:s}", "digest", digest, "size", (json_int_t)size,
+	receipt = json_pack("{s:s,s:I,s:I,s:I,s:s,s:s,s:I}", "digest", digest, "size", (json_int_t)size,
 			    "files", (json_int_t)files, "bytes", (json_int_t)bytes,
-			    "mediaType", SBX_SNAP_MEDIA_TYPE, "pool", SBX_SNAP_POOL);
+			    "mediaType", SBX_SNAP_MEDIA_TYPE, "pool", SBX_SNAP_POOL, "hashedFiles", (json_int_t)hashed);
 	if (ref)
 		json_object_set_new(receipt, "ref", json_string(ref));
 done:

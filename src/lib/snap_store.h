@@ -20,7 +20,8 @@
 #define SBX_SNAP_POOL "agent-state"
 
 /* Commits the workspace; ref may be NULL. Returns the receipt
- * {digest, size, files, bytes, mediaType, pool[, ref]} or NULL. */
+ * {digest, size, files, bytes, mediaType, pool, hashedFiles[, ref]} or NULL;
+ * hashedFiles counts the files the stat cache could not vouch for. */
 json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, struct sbx_error *e);
 
 /* A digest ("sha256:<hex>") or a ref name, resolved to a digest. */

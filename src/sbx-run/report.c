@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -100,6 +101,9 @@ json_t *run_result(struct run *r)
 	json_int_t tmp = json_integer_value(json_object_get(r->req.spec, "tmpSizeBytes"));
 	json_object_set_new(res, "tmpSizeBytes", json_integer(tmp ? tmp : (1ll << 30)));
 	json_object_set_new(res, "coreDumps", json_false());
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		json_object_set_new(res, "supervisorMaxRssKiB", json_integer(ru.ru_maxrss));
 	return res;
 }
 

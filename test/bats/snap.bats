@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# sbx-snap: receipts, the stat cache, what a snapshot reflects (deletions,
+# same-size same-mtime rewrites, exec bits, symlinks), verified restore,
+# atomic refs under concurrent readers, and gc.
+
+load helpers
+
+setup() {
+    WS="$BATS_TEST_TMPDIR/ws"
+    STORE="$BATS_TEST_TMPDIR/store"
+    mkdir -p "$WS/dir"
+    printf 'alpha\n' > "$WS/a.txt"
+    printf '#!/bin/sh\necho run\n' > "$WS/dir/run.sh"
+    chmod 755 "$WS/dir/run.sh"
+    ln -s a.txt "$WS/link"
+}
+
+commit() {
+    run --separate-stderr sbx-snap commit "$WS" --store "$STORE" "$@"
+    assert_success
+}
+
+@test "commit prints a receipt that maps onto the runner's workspaceSnapshot" {
+    commit --ref main
+    [[ "$(jq_out .digest)" =~ ^sha256:[0-9a-f]{64}$ ]]
+    [ "$(jq_out .files)" = 2 ]
+    [ "$(jq_out .bytes)" = $(( $(stat -c %s "$WS/a.txt") + $(stat -c %s "$WS/dir/run.sh") )) ]
+    [ "$(jq_out .mediaType)" = application/vnd.sbx.tree.v1+json ]
+    [ "$(jq_out .pool)" = agent-state ]
+    [ "$(jq_out .ref)" = main ]
+    [ "$(cat "$STORE/refs/main")" = "$(jq_out .digest)" ]
+    # The manifest is an object of the store, named by its own digest.
+    hex=$(jq_out .digest | cut -c8-)
+    [ "$(sha256sum "$STORE/objects/${hex:0:2}/${hex:2}" | cut -d' ' -f1)" = "$hex" ]
+    [ "$(stat -c %s "$STORE/objects/${hex:0:2}/${hex:2}")" = "$(jq_out .size)" ]
+}
+
+@test "an unchanged workspace gives the same digest and hashes nothing again" {
+    commit
+    first=$(jq_out .digest)
+    [ "$(jq_out .hashedFiles)" = 2 ]
+    commit
+    [ "$(jq_out .digest)" = "$first" ]
+    [ "$(jq_out .hashedFiles)" = 0 ]
+}
+
+@test "deletions, same-size same-mtime rewrites, exec bits and symlinks are all reflected" {
+    commit --ref main
+    base=$(jq_out .digest)
+    # Same size, same mtime: only ctime and content tell.
+    mtime=$(stat -c %y "$WS/a.txt")
+    printf 'ALPHA\n' > "$WS/a.txt"
+    touch -d "$mtime" "$WS/a.txt"
+    chmod 644 "$WS/dir/run.sh"
+    rm "$WS/link"
+    ln -s dir "$WS/link2"
+    printf 'new\n' > "$WS/new.txt"
+    commit --ref main
+    run sbx-snap diff "$base" main --store "$STORE"
+    assert_success
+    [ "$(jq_out '.created | join(",")')" = link2,new.txt ]
+    [ "$(jq_out '.modified | join(",")')" = a.txt,dir/run.sh ]
+    [ "$(jq_out '.deleted | join(",")')" = link ]
+}
+
+@test "restore round-trips bytes, exec bits, empty dirs and symlinks, and refuses a non-empty target" {
+    mkdir "$WS/empty"
+    head -c 300000 /dev/urandom > "$WS/dir/blob.bin"
+    commit --ref main
+    run sbx-snap restore main "$BATS_TEST_TMPDIR/out" --store "$STORE"
+    assert_success
+    diff -r --no-dereference "$WS" "$BATS_TEST_TMPDIR/out"
+    [ -x "$BATS_TEST_TMPDIR/out/dir/run.sh" ]
+    [ ! -x "$BATS_TEST_TMPDIR/out/a.txt" ]
+    [ "$(readlink "$BATS_TEST_TMPDIR/out/link")" = a.txt ]
+    [ -d "$BATS_TEST_TMPDIR/out/empty" ]
+    run --separate-stderr sbx-snap restore main "$BATS_TEST_TMPDIR/out" --store "$STORE"
+    assert_failure 2
+    [[ "$stderr" == *"absent or empty directory"* ]]
+}
+
+@test "restore verifies contents: a corrupted object is an integrity failure" {
+    commit --ref main
+    digest=$(jq -r '.entries[] | select(.path == "a.txt") | .digest' \
+        "$STORE/objects/$(jq_out .digest | cut -c8-9)/$(jq_out .digest | cut -c10-)")
+    hex=${digest#sha256:}
+    chmod u+w "$STORE/objects/${hex:0:2}/${hex:2}"
+    printf 'tampered\n' > "$STORE/objects/${hex:0:2}/${hex:2}"
+    run --separate-stderr sbx-snap restore main "$BATS_TEST_TMPDIR/out" --store "$STORE"
+    assert_failure 9
+    [[ "$stderr" == *"content does not match its digest"* ]]
+}
+
+@test "log lists every ref update, oldest first" {
+    commit --ref main
+    d1=$(jq_out .digest)
+    echo more >> "$WS/a.txt"
+    commit --ref main
+    d2=$(jq_out .digest)
+    run sbx-snap log --ref main --store "$STORE"
+    assert_success
+    [ "$(jq -r .digest <<<"$output" | tr '\n' ' ')" = "$d1 $d2 " ]
+}
+
+@test "a reader during concurrent ref updates sees the old or the new digest, never a torn file" {
+    commit --ref main
+    WS2="$BATS_TEST_TMPDIR/ws2"
+    mkdir "$WS2" && echo other > "$WS2/x"
+    sbx-snap commit "$WS2" --store "$STORE" --ref other >/dev/null
+    valid="$(cat "$STORE/refs/main") $(cat "$STORE/refs/other")"
+    ( for i in $(seq 1 30); do
+        sbx-snap commit "$WS" --store "$STORE" --ref main >/dev/null
+        sbx-snap commit "$WS2" --store "$STORE" --ref main >/dev/null
+      done; touch "$BATS_TEST_TMPDIR/writer-done" ) &
+    reads=0
+    while [ ! -e "$BATS_TEST_TMPDIR/writer-done" ]; do
+        got=$(cat "$STORE/refs/main")
+        [[ " $valid " == *" $got "* ]] || fail "torn or unknown ref content: '$got'"
+        reads=$((reads + 1))
+    done
+    wait
+    [ "$reads" -gt 0 ]
+}
+
+@test "gc drops what no ref reaches and keeps what one does" {
+    commit --ref main
+    echo changed > "$WS/a.txt"
+    commit
+    loose=$(jq_out .digest)
+    run sbx-snap gc --store "$STORE"
+    assert_success
+    [ "$(jq_out .removed)" -ge 2 ]   # the loose manifest and its new a.txt
+    run --separate-stderr sbx-snap restore "$loose" "$BATS_TEST_TMPDIR/gone" --store "$STORE"
+    assert_failure
+    run sbx-snap restore main "$BATS_TEST_TMPDIR/kept" --store "$STORE"
+    assert_success
+    [ "$(cat "$BATS_TEST_TMPDIR/kept/a.txt")" = alpha ]
+}
+
+@test "bad input: unknown command, missing store, bad ref names, unknown digests" {
+    run --separate-stderr sbx-snap frob --store "$STORE"
+    assert_failure 2
+    run --separate-stderr sbx-snap commit "$WS"
+    assert_failure 2
+    [[ "$stderr" == *"--store DIR is required"* ]]
+    run --separate-stderr sbx-snap commit "$WS" --store "$STORE" --ref ../x
+    assert_failure 2
+    [ ! -e "$STORE/objects" ]
+    run --separate-stderr sbx-snap commit "$WS" --store "$STORE" --ref main.log
+    assert_failure 2
+    run --separate-stderr sbx-snap diff main sha256:0000 --store "$STORE"
+    assert_failure 2
+    run --separate-stderr sbx-snap restore "sha256:$(printf '%064d' 0)" "$BATS_TEST_TMPDIR/o" --store "$STORE"
+    assert_failure 2
+    [[ "$stderr" == *"no such object"* ]]
+}
