@@ -116,7 +116,7 @@ int sbx_cgroup_create(const char *id, const struct sbx_run_limits *l, struct sbx
 			goto fail;
 	}
 	snprintf(file, sizeof(file), "%s/cgroup.procs", cg->path);
-	if ((cg->procs_fd = open(file, O_WRONLY | O_CLOEXEC)) < 0) {
+	if ((cg->procs_fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0) {
 		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "limits-unavailable", "limits: %s: %s", file, strerror(errno));
 		goto fail;
 	}
@@ -138,18 +138,9 @@ void sbx_cgroup_remove(struct sbx_cgroup *cg)
 	if (cg->procs_fd >= 0)
 		close(cg->procs_fd);
 	cg->procs_fd = -1;
-	/* A kernel cgroup goes with rmdir; files left by a plain directory
-	 * (an operator's test tree) are removed first. */
-	if (cg->active && rmdir(cg->path) != 0 && errno == ENOTEMPTY) {
-		static const char *const files[] = { "memory.max", "memory.swap.max", "pids.max", "cpu.max",
-						     "cgroup.procs", "cgroup.kill" };
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-			char path[PATH_MAX + 64];
-			snprintf(path, sizeof(path), "%s/%s", cg->path, files[i]);
-			unlink(path);
-		}
+	/* Empty of processes by now, a kernel cgroup goes with rmdir. */
+	if (cg->active)
 		rmdir(cg->path);
-	}
 	cg->active = false;
 }
 

@@ -82,7 +82,7 @@ json_t *run_result(struct run *r)
 	const char *cls = failure_class(r);
 	json_t *env = json_object_get(r->provenance, "env");
 	json_t *res = json_pack(
-		"{s:s,s:s,s:o,s:o,s:o,s:b,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:O,s:O,s:O,s:o}",
+		"{s:s,s:s,s:o,s:o,s:o,s:b,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:O,s:O,s:O,s:o}",
 		"executionId", r->req.execution_id, "language", r->req.language, "exitCode", exit_code,
 		"stdout", r->ran ? stream_text(r->out.s[0].path) : json_string(""),
 		"stderr", r->ran ? stream_text(r->out.s[1].path) : json_string(""),

@@ -1,0 +1,261 @@
+#!/usr/bin/env bats
+# sbx-run end to end: one supervised execution from a shell, its result,
+# the workspace lease, quota, output budget, deadline and cancel, a killed
+# supervisor, and limits.
+
+load launch_helpers
+
+setup() {
+    launch_setup
+    STATE="$WORK/state"
+}
+
+teardown() {
+    launch_teardown
+}
+
+# request ID LANGUAGE CODE [EXTRA-JSON]
+request() {
+    jq -cn --arg id "$1" --arg lang "$2" --arg code "$3" --arg ws "$WS" --argjson extra "${4:-{\}}" \
+        '{executionId: $id, language: $lang, code: $code, workspace: $ws} + $extra'
+}
+
+# sbx_run ID LANGUAGE CODE [EXTRA-JSON]: $output holds the events, $result the result.
+sbx_run() {
+    run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(request "$@")"
+    result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
+}
+
+r() { jq -r "$1" <<<"$result"; }
+
+@test "shell: code on stdin, exit code, stdout, stderr, created/modified/deleted, env, cwd" {
+    echo old > "$WS/keep.txt"
+    echo gone > "$WS/gone.txt"
+    sbx_run e1 shell 'echo hi > f; cat f; echo err >&2; echo more >> keep.txt; rm gone.txt; pwd; exit 3'
+    assert_success
+    [ "$(r .exitCode)" = 3 ]
+    [ "$(r .stdout)" = $'hi\n/workspace' ]
+    [ "$(r .stderr)" = err ]
+    [ "$(r '.createdFiles | join(",")')" = f ]
+    [ "$(r '.modifiedFiles | join(",")')" = keep.txt ]
+    [ "$(r '.deletedFiles | join(",")')" = gone.txt ]
+    [ "$(r .workingDirectory)" = /workspace ]
+    [ "$(r .environmentVariables.HOME)" = /tmp ]
+    [ "$(r .environmentVariables.PATH)" = /usr/bin:/bin ]
+    [ "$(r .failureClass)" = null ]
+    [ "$(r .truncated)" = false ]
+    [[ "$(r .workspaceSnapshot.digest)" =~ ^sha256: ]]
+    [ "$(r .workspaceSnapshot.pool)" = agent-state ]
+    # Events: started then finished; result.json is the same result.
+    [ "$(printf '%s\n' "$output" | jq -r .event | tr '\n' ' ')" = "started finished " ]
+    [ "$(jq -c . "$STATE/e1/result.json")" = "$result" ]
+    [ ! -e "$STATE/e1/supervisor.json" ]
+}
+
+@test "shell runs with -euo pipefail: a failing command stops the script" {
+    sbx_run e2 shell $'false\necho not-reached'
+    assert_success
+    [ "$(r .exitCode)" = 1 ]
+    [ "$(r .stdout)" = "" ]
+}
+
+@test "python: python3 -I - with the request's env and a workspace-relative cwd" {
+    mkdir "$WS/sub"
+    sbx_run p1 python $'import os, sys\nprint(os.getcwd(), os.environ["MY_VAR"], sys.flags.isolated)\nopen("made.txt", "w").write("x")' \
+        '{"env":{"MY_VAR":"v1"},"cwd":"sub"}'
+    assert_success
+    [ "$(r .exitCode)" = 0 ]
+    [ "$(r .stdout)" = "/workspace/sub v1 1" ]
+    [ "$(r '.createdFiles | join(",")')" = sub/made.txt ]
+    [ "$(r .workingDirectory)" = /workspace/sub ]
+    [ "$(r .environmentVariables.MY_VAR)" = v1 ]
+}
+
+@test "r: /opt/science-env/bin/R --vanilla --slave from the environment prefix" {
+    mkdir -p "$WORK/env/bin"
+    # A stand-in R with the real one's interface: code on stdin, the runner's flags.
+    printf '#!/bin/sh\necho "R $*"\ncat\n' > "$WORK/env/bin/R"
+    chmod 755 "$WORK/env/bin/R"
+    sbx_run r1 r 'print(1)' "{\"environment\":{\"prefix\":\"$WORK/env\"}}"
+    assert_success
+    [ "$(r .stdout)" = $'R --vanilla --slave\nprint(1)' ]
+    [ "$(r .environmentVariables.PATH)" = /opt/science-env/bin:/usr/bin:/bin ]
+    run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(request r2 r 'print(1)')"
+    assert_failure 2
+    [[ "$stderr" == *"R execution requires the scientific environment capability"* ]]
+}
+
+@test "bad requests exit 2 naming the field, and create nothing" {
+    for req in '{}' '{"executionId":"a b","language":"shell","code":"x","workspace":"/tmp"}' \
+        '{"executionId":"x","language":"cobol","code":"x","workspace":"/tmp"}' \
+        '{"executionId":"x","language":"shell","code":"  ","workspace":"/tmp"}' \
+        '{"executionId":"x","language":"shell","code":"x","workspace":"rel"}' \
+        '{"executionId":"x","language":"shell","code":"x","workspace":"/tmp","timeoutMs":-1}' \
+        '{"executionId":"x","language":"shell","code":"x","workspace":"/tmp","cwd":"/abs"}' \
+        '{"executionId":"x","language":"shell","code":"x","workspace":"/tmp","env":{"LD_PRELOAD":"x"}}' \
+        '{"executionId":"x","language":"shell","code":"x","workspace":"/tmp","bogus":1}'; do
+        run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$req"
+        assert_failure 2
+        jq -e '.level == "error"' <<<"$stderr" >/dev/null
+    done
+    [ ! -e "$STATE" ]
+    sbx_run dup shell 'true'
+    run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(request dup shell 'true')"
+    assert_failure 2
+    [[ "$stderr" == *"executionId"*"already used"* ]]
+}
+
+@test "the lease: two runs on one workspace (one through a symlink) never overlap" {
+    ln -s "$WS" "$WORK/ws-link"
+    code='echo "start $(date +%s%N)" >> /workspace/log; sleep 0.3; echo "end $(date +%s%N)" >> /workspace/log'
+    sbx-run --state-dir "$STATE" - <<<"$(request l1 shell "$code")" > "$WORK/l1.out" &
+    a=$!
+    sbx-run --state-dir "$STATE" - <<<"$(request l2 shell "$code" "{\"workspace\":\"$WORK/ws-link\"}")" > "$WORK/l2.out" &
+    b=$!
+    wait "$a"
+    wait "$b"
+    # start, end, start, end: never two starts in a row.
+    [ "$(cut -d' ' -f1 "$WS/log" | tr '\n' ' ')" = "start end start end " ]
+    # The second of them waited, and said so.
+    [ "$(cat "$WORK/l1.out" "$WORK/l2.out" | jq -r 'select(.event == "queued") | .event' | wc -l)" -eq 1 ]
+}
+
+@test "the lease: runs on different workspaces run at the same time" {
+    # Each waits inside its sandbox until it sees the other has started:
+    # serialized runs would both time out.
+    mkdir -p "$WORK/parent/a" "$WORK/parent/b"
+    [ "$(id -u)" -ne 0 ] || chown -R 10001:10001 "$WORK/parent"
+    wait_for() { printf 'touch /workspace/%s/started; until [ -e /workspace/%s/started ]; do sleep 0.02; done; echo met' "$1" "$2"; }
+    sbx-run --state-dir "$STATE" - <<<"$(request o1 shell "$(wait_for a b)" \
+        "{\"workspace\":\"$WORK/parent/a\",\"readOnlyWorkspace\":\"$WORK/parent\",\"cwd\":\"\",\"timeoutMs\":20000}")" > "$WORK/o1.out" &
+    a=$!
+    sbx-run --state-dir "$STATE" - <<<"$(request o2 shell "$(wait_for b a)" \
+        "{\"workspace\":\"$WORK/parent/b\",\"readOnlyWorkspace\":\"$WORK/parent\",\"timeoutMs\":20000}")" > "$WORK/o2.out" &
+    b=$!
+    wait "$a"
+    wait "$b"
+    for f in o1 o2; do
+        [ "$(jq -r 'select(.event == "finished") | .result.stdout' "$WORK/$f.out")" = met ]
+    done
+}
+
+@test "quota: over quota before the run is refused with the upstream text" {
+    head -c 200000 /dev/zero > "$WS/big"
+    sbx_run q1 shell 'echo ran' '{"maxWorkspaceBytes":100000}'
+    assert_failure 6
+    [ "$(r .failureClass)" = resource-exhausted ]
+    [[ "$(r .error)" == "Workspace exceeds the 100000 byte execution quota (current limit from system quota settings / SCIENCE_AGENT_MAX_WORKSPACE_BYTES; set to 0 for unlimited)" ]]
+    [ "$(r .stdout)" = "" ]
+    # 0 disables the quota.
+    sbx_run q2 shell 'echo ran' '{"maxWorkspaceBytes":0}'
+    assert_success
+    [ "$(r .stdout)" = ran ]
+}
+
+@test "quota: a dd that crosses the limit mid-run is killed and reported" {
+    sbx_run q3 shell 'dd if=/dev/zero of=big bs=1M count=4000 2>/dev/null; echo survived' '{"maxWorkspaceBytes":5000000}'
+    assert_failure 6
+    [ "$(r .failureClass)" = resource-exhausted ]
+    [[ "$(r .error)" == "Workspace exceeded the 5000000 byte execution quota"* ]]
+    [ "$(r .stdout)" = "" ]
+    # Stopped within a few checks, far from the 4 GB it asked for.
+    [ "$(stat -c %s "$WS/big")" -lt 2000000000 ]
+}
+
+@test "output: 2 GiB with a 1 MiB budget keeps head and tail, valid UTF-8, flat memory" {
+    code=$'printf \'\\303\\251%.0s\' $(seq 1 300000); (yes \'\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 tail\' | head -c 2147483655) || true; echo THE-END'
+    sbx_run big shell "$code" '{"maxOutputBytes":1048576}'
+    assert_success
+    [ "$(r .truncated)" = true ]
+    [ "$(r .stdoutBytes)" -gt 2147483648 ]
+    file="$STATE/big/stdout.txt"
+    [ "$(grep -a -c 'output truncated: exceeded 1048576 bytes; set SCIENCE_AGENT_MAX_OUTPUT_BYTES=0 to disable' "$file")" = 1 ]
+    [ "$(stat -c %s "$file")" -le $((1048576 + 200)) ]
+    [[ "$(head -c 4 "$file")" == "éé" ]]
+    [ "$(tail -n 1 "$file")" = THE-END ]
+    iconv -f UTF-8 -t UTF-8 "$file" >/dev/null
+    echo "# sbx-run peak RSS with 2 GiB of output: $(r .supervisorMaxRssKiB) KiB" >&3
+    [ "$(r .supervisorMaxRssKiB)" -lt 65536 ]
+}
+
+@test "output under the budget is kept whole, no marker" {
+    sbx_run small shell 'seq 1 1000; seq 1 100 >&2' '{"maxOutputBytes":1048576}'
+    [ "$(r .truncated)" = false ]
+    [ "$(r .stdout)" = "$(seq 1 1000)" ]
+    [ "$(r .stderr)" = "$(seq 1 100)" ]
+}
+
+@test "timeout kills a workload that setsid()s and double-forks; nothing of it survives" {
+    code='(setsid sh -c "trap \"\" TERM; (sleep 911.1 &); sleep 911.2" &); trap "" TERM; sleep 911.3'
+    run --separate-stderr sbx-run --grace-ms 300 --state-dir "$STATE" - <<<"$(request t1 shell "$code" '{"timeoutMs":300}')"
+    assert_failure 7
+    result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
+    [ "$(r .timedOut)" = true ]
+    [ "$(r .failureClass)" = timeout ]
+    [ "$(r .error)" = "Shell execution timed out after 300 ms" ]
+    ! pgrep -f "sleep 911"
+}
+
+@test "cancel: sbx-run cancel DIR stops the run (SIGTERM, grace, SIGKILL)" {
+    sbx-run --grace-ms 200 --state-dir "$STATE" - > "$WORK/c.out" <<<"$(request c1 shell 'touch /workspace/running; sleep 912')" &
+    pid=$!
+    for _ in $(seq 1 500); do [ -e "$WS/running" ] && break; read -rt 0.01 <> <(:) || true; done
+    [ -e "$WS/running" ]
+    run sbx-run cancel "$STATE/c1"
+    assert_success
+    wait "$pid" || status=$?
+    [ "${status:-0}" -eq 10 ]
+    [ "$(jq -r 'select(.event == "finished") | .result.failureClass' "$WORK/c.out")" = cancelled ]
+    ! pgrep -f "sleep 912"
+    run --separate-stderr sbx-run cancel "$STATE/c1"
+    assert_failure 2
+}
+
+@test "kill -9 of sbx-run mid-run: the sandbox dies, the lease is free, no partial result" {
+    sbx-run --state-dir "$STATE" - > /dev/null <<<"$(request k1 shell 'touch /workspace/running; sleep 913')" &
+    pid=$!
+    for _ in $(seq 1 500); do [ -e "$WS/running" ] && break; read -rt 0.01 <> <(:) || true; done
+    [ -e "$WS/running" ]
+    kill -9 "$pid"
+    wait "$pid" || true
+    for _ in $(seq 1 500); do pgrep -f "sleep 913" >/dev/null || break; read -rt 0.01 <> <(:) || true; done
+    ! pgrep -f "sleep 913"
+    [ ! -e "$STATE/k1/result.json" ]
+    lock=$(ls "$STATE"/locks/ws-*.lock)
+    flock -n "$lock" true
+    sbx_run k2 shell 'echo again'
+    assert_success
+    [ "$(r .stdout)" = again ]
+}
+
+@test "limits: refused with a clear error where no cgroup v2 subtree is delegated" {
+    root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    if [ -n "$root" ] && grep -qw memory "$root/cgroup.subtree_control" 2>/dev/null; then
+        skip "this host delegates cgroup v2 memory control"
+    fi
+    sbx_run lim shell 'echo ran' '{"limits":{"memoryBytes":100000000}}'
+    assert_failure 4
+    [[ "$(r .error)" == *"does not delegate a writable cgroup v2 subtree with the memory controller"* ]]
+    [ "$(r .stdout)" = "" ]
+}
+
+@test "limits: written to the delegated cgroup named by SBX_CGROUP_ROOT and reported" {
+    # A stand-in cgroup v2 directory with the kernel's file interface.
+    cg="$WORK/cgroup"
+    mkdir "$cg"
+    echo "cpu memory pids" > "$cg/cgroup.controllers"
+    echo "cpu memory pids" > "$cg/cgroup.subtree_control"
+    SBX_CGROUP_ROOT="$cg" run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(request lim2 shell 'echo ran' \
+        '{"limits":{"memoryBytes":100000000,"pids":64,"cpuPercent":150}}')"
+    result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
+    [ "$(r .limits.mode)" = cgroup-v2 ]
+    [ "$(r .limits.memoryBytes)" = 100000000 ]
+    [ "$(r .limits.pids)" = 64 ]
+    [ "$(r .limits.cpuPercent)" = 150 ]
+    [ "$(cat "$cg/sbx-lim2/memory.max")" = 100000000 ]
+    [ "$(cat "$cg/sbx-lim2/memory.swap.max")" = 0 ]
+    [ "$(cat "$cg/sbx-lim2/pids.max")" = 64 ]
+    [ "$(cat "$cg/sbx-lim2/cpu.max")" = "150000 100000" ]
+    # The sandbox's first process joined it before exec.
+    [ "$(cat "$cg/sbx-lim2/cgroup.procs")" = 0 ]
+}
