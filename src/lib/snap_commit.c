@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <openssl/evp.h>
@@ -51,6 +52,30 @@ static int open_beneath(int rootfd, const char *path)
 	return fd;
 }
 
+/* One stat-cache line: "dev ino size mtime_ns ctime_ns digest path". */
+static bool parse_line(char *line, struct cached *x, const char **path)
+{
+	char *p = line, *end;
+	uint64_t *u[3] = { &x->dev, &x->ino, &x->size };
+	int64_t *t[2] = { &x->mtime_ns, &x->ctime_ns };
+	for (int i = 0; i < 3; i++, p = end + 1) {
+		*u[i] = strtoull(p, &end, 10);
+		if (end == p || *end != ' ')
+			return false;
+	}
+	for (int i = 0; i < 2; i++, p = end + 1) {
+		*t[i] = strtoll(p, &end, 10);
+		if (end == p || *end != ' ')
+			return false;
+	}
+	if (strlen(p) < 72 || p[71] != ' ')
+		return false;
+	memcpy(x->digest, p, 71);
+	x->digest[71] = '\0';
+	*path = p + 72;
+	return sbx_snap_valid_digest(x->digest) && **path;
+}
+
 static void load_cache(struct commit *c)
 {
 	struct sbx_error ignored;
@@ -61,13 +86,9 @@ static void load_cache(struct commit *c)
 		return;
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct cached *x = malloc(sizeof(*x));
-		int used = 0;
-		if (!x || sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64 " %" SCNd64 " %71s %n",
-				 &x->dev, &x->ino, &x->size, &x->mtime_ns, &x->ctime_ns, x->digest, &used) != 6 ||
-		    !used || !sbx_snap_valid_digest(x->digest) ||
-		    !sbx_map_put(&c->cache, line + used, strlen(line + used), x, NULL)) {
+		const char *path;
+		if (!x || !parse_line(line, x, &path) || !sbx_map_put(&c->cache, path, strlen(path), x, NULL))
 			free(x);
-		}
 	}
 	free(text);
 }
@@ -180,49 +201,141 @@ done:
 	return rc;
 }
 
-static json_t *manifest_of(const struct sbx_snap_scan *s, uint64_t *files, uint64_t *bytes)
+struct text {
+	char *p;
+	size_t len, cap;
+	bool failed;
+};
+
+static void put(struct text *t, const char *s, size_t n)
 {
-	json_t *entries = json_array();
+	if (t->failed)
+		return;
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap : 65536;
+		while (t->len + n + 1 > cap)
+			cap *= 2;
+		char *p = realloc(t->p, cap);
+		if (!p) {
+			t->failed = true;
+			return;
+		}
+		t->p = p;
+		t->cap = cap;
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+	t->p[t->len] = '\0';
+}
+
+static void put_str(struct text *t, const char *s)
+{
+	put(t, s, strlen(s));
+}
+
+/* A JSON string, escaped as jansson's compact output does; bytes that are
+ * not UTF-8 go through jansson's lossy path (U+FFFD). */
+static void put_json_string(struct text *t, const char *s)
+{
+	put(t, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		const unsigned char *run = p;
+		while (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		put(t, (const char *)run, (size_t)(p - run));
+		if (!*p)
+			break;
+		if (*p >= 0x80) {
+			json_t *v = sbx_json_string_lossy((const char *)p);
+			char *dumped = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+			if (dumped)
+				put(t, dumped + 1, strlen(dumped) - 2);
+			free(dumped);
+			json_decref(v);
+			break;
+		}
+		char esc[8];
+		switch (*p) {
+		case '"': put(t, "\\\"", 2); break;
+		case '\\': put(t, "\\\\", 2); break;
+		case '\n': put(t, "\\n", 2); break;
+		case '\t': put(t, "\\t", 2); break;
+		case '\r': put(t, "\\r", 2); break;
+		case '\b': put(t, "\\b", 2); break;
+		case '\f': put(t, "\\f", 2); break;
+		default:
+			snprintf(esc, sizeof(esc), "\\u%04X", *p);
+			put_str(t, esc);
+		}
+		p++;
+	}
+	put(t, "\"", 1);
+}
+
+/* The canonical manifest: entries sorted by path, fixed key order, compact. */
+static char *manifest_of(const struct sbx_snap_scan *s, uint64_t *files, uint64_t *bytes, size_t *len)
+{
+	struct text t = { 0 };
+	char num[64];
+
+	put_str(&t, "{\"mediaType\":\"" SBX_SNAP_MEDIA_TYPE "\",\"entries\":[");
 	for (size_t i = 0; i < s->len; i++) {
 		const struct sbx_snap_entry *x = &s->v[i];
-		json_t *row;
+		put_str(&t, i ? ",{\"path\":" : "{\"path\":");
+		put_json_string(&t, x->path);
 		if (x->type == SBX_ENTRY_FILE) {
-			row = json_pack("{s:o,s:s,s:b,s:I,s:s}", "path", sbx_json_string_lossy(x->path), "type", "file",
-					"exec", x->exec, "size", (json_int_t)x->size, "digest", x->digest);
+			put_str(&t, x->exec ? ",\"type\":\"file\",\"exec\":true,\"size\":" : ",\"type\":\"file\",\"exec\":false,\"size\":");
+			snprintf(num, sizeof(num), "%" PRIu64, x->size);
+			put_str(&t, num);
+			put_str(&t, ",\"digest\":\"");
+			put_str(&t, x->digest);
+			put_str(&t, "\"}");
 			(*files)++;
 			*bytes += x->size;
 		} else if (x->type == SBX_ENTRY_SYMLINK) {
-			row = json_pack("{s:o,s:s,s:o}", "path", sbx_json_string_lossy(x->path), "type", "symlink",
-					"target", sbx_json_string_lossy(x->target));
+			put_str(&t, ",\"type\":\"symlink\",\"target\":");
+			put_json_string(&t, x->target);
+			put_str(&t, "}");
 		} else {
-			row = json_pack("{s:o,s:s}", "path", sbx_json_string_lossy(x->path), "type", "dir");
+			put_str(&t, ",\"type\":\"dir\"}");
 		}
-		json_array_append_new(entries, row);
 	}
-	return json_pack("{s:s,s:o}", "mediaType", SBX_SNAP_MEDIA_TYPE, "entries", entries);
+	put_str(&t, "]}");
+	if (t.failed) {
+		free(t.p);
+		return NULL;
+	}
+	*len = t.len;
+	return t.p;
 }
 
-/* Stores bytes as an object; fills digest. */
+/* Stores bytes as an object unless it is there already; fills digest. */
 static int store_blob(struct commit *c, const char *text, size_t len, char digest[72])
 {
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX], path[PATH_MAX];
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	if (!md) {
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "out-of-memory", "hashing the manifest");
+		return -1;
+	}
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_DigestUpdate(md, text, len);
+	hex_digest(md, digest);
+	EVP_MD_CTX_free(md);
+	sbx_snap_object_path(c->store, digest, path, sizeof(path));
+	if (access(path, F_OK) == 0)
+		return 0;
 	snprintf(tmp, sizeof(tmp), "%s/tmp/obj.XXXXXX", c->store);
 	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (!md || fd < 0 || sbx_write_all(fd, text, len) != 0) {
+	if (fd < 0 || sbx_write_all(fd, text, len) != 0) {
 		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "store-write", "%s: %s", tmp, strerror(errno));
 		if (fd >= 0) {
 			close(fd);
 			unlink(tmp);
 		}
-		EVP_MD_CTX_free(md);
 		return -1;
 	}
 	close(fd);
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-	EVP_DigestUpdate(md, text, len);
-	hex_digest(md, digest);
-	EVP_MD_CTX_free(md);
 	return publish(c, tmp, digest);
 }
 
@@ -306,14 +419,14 @@ json_t *sbx_snap_commit(const char *workspace, const char *store, const char *re
 		else
 			hashed++;
 	}
-	json_t *manifest = manifest_of(&s, &files, &bytes);
-	char *text = json_dumps(manifest, JSON_COMPACT);
-	json_decref(manifest);
-	if (!text || store_blob(&c, text, strlen(text), digest) != 0) {
+	size_t size = 0;
+	char *text = manifest_of(&s, &files, &bytes, &size);
+	if (!text || store_blob(&c, text, size, digest) != 0) {
+		if (!text)
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "building the manifest");
 		free(text);
 		goto done;
 	}
-	size_t size = strlen(text);
 	free(text);
 	/* Every object durable before any ref can point at it. */
 	int storefd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -326,7 +439,9 @@ json_t *sbx_snap_commit(const char *workspace, const char *store, const char *re
 	}
 	if (ref && move_ref(&c, ref, digest) != 0)
 		goto done;
-	save_cache(&c, &s);
+	/* Nothing rehashed and no file gone or added: the cache still holds. */
+	if (hashed || c.cache.len != files)
+		save_cache(&c, &s);
 	receipt = json_pack("{s:s,s:I,s:I,s:I,s:s,s:s,s:I}", "digest", digest, "size", (json_int_t)size,
 			    "files", (json_int_t)files, "bytes", (json_int_t)bytes,
 			    "mediaType", SBX_SNAP_MEDIA_TYPE, "pool", SBX_SNAP_POOL, "hashedFiles", (json_int_t)hashed);

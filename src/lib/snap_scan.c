@@ -144,7 +144,8 @@ int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e
 		sbx_snap_scan_free(s);
 		return -1;
 	}
-	qsort(s->v, s->len, sizeof(*s->v), by_path);
+	if (s->len > 1)
+		qsort(s->v, s->len, sizeof(*s->v), by_path);
 	return 0;
 }
 

@@ -77,8 +77,10 @@ static int cancel(const char *dir)
 		sbx_error_set(&e, SBX_EXIT_USAGE, "not-running", "%s: no running execution to cancel", dir);
 		sbx_die(&e);
 	}
-	sbx_json_print(stdout, json_pack("{s:b,s:i}", "cancelRequested", 1, "supervisorPid", (int)pid));
-	return SBX_EXIT_OK;
+	json_t *out = json_pack("{s:b,s:i}", "cancelRequested", 1, "supervisorPid", (int)pid);
+	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
+	json_decref(out);
+	return rc;
 }
 
 static void record_supervisor(struct run *r)
