@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,4 +88,36 @@ int sbx_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, st) != 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int sbx_process_start_time(pid_t pid, char *out, size_t size)
+{
+	char path[64];
+	struct sbx_error e;
+	size_t len;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	char *st = pid > 0 ? sbx_read_file_capped(path, 4096, &len, &e) : NULL;
+	/* Fields are counted after the command name, which may hold spaces. */
+	const char *p = st ? strrchr(st, ')') : NULL;
+	for (int field = 2; p && *p; p++)
+		if (*p == ' ' && ++field == 22) {
+			snprintf(out, size, "%.*s", (int)strcspn(p + 1, " "), p + 1);
+			break;
+		}
+	free(st);
+	return out[0] ? 0 : -1;
 }

@@ -3,6 +3,7 @@
  * one, no allocation per entry on the hot path. */
 #include "quota.h"
 #include "exitcodes.h"
+#include "io.h"
 #include "map.h"
 
 #include <dirent.h>
@@ -148,11 +149,10 @@ int sbx_quota_usage(const char *root, struct sbx_usage *u, struct sbx_error *e)
 
 	memset(u, 0, sizeof(*u));
 	u->errors = json_array();
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (!w || fd < 0 || fstat(fd, &st) != 0) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(w ? errno : ENOMEM));
-		if (fd >= 0)
-			close(fd);
+	int fd = w ? sbx_open_walk_root(root, &st, e) : -1;
+	if (fd < 0) {
+		if (!w)
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
 		free(w);
 		return -1;
 	}

@@ -1,6 +1,7 @@
 /* snap_scan.c — the sorted workspace walk and the fingerprint diff. */
 #include "snap_scan.h"
 #include "exitcodes.h"
+#include "io.h"
 #include "json.h"
 
 #include <dirent.h>
@@ -126,11 +127,10 @@ int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (!w || fd < 0 || fstat(fd, &st) != 0) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(w ? errno : ENOMEM));
-		if (fd >= 0)
-			close(fd);
+	int fd = w ? sbx_open_walk_root(root, &st, e) : -1;
+	if (fd < 0) {
+		if (!w)
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
 		free(w);
 		return -1;
 	}

@@ -52,25 +52,15 @@ static void usage(FILE *out)
 static int cancel(const char *dir)
 {
 	struct sbx_error e;
-	char path[PATH_MAX + 32], stat_path[64];
+	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/supervisor.json", dir);
 	json_t *sup = sbx_json_load(path, 4096, &e);
 	if (!sup)
 		sbx_die(&e);
 	pid_t pid = (pid_t)json_integer_value(json_object_get(sup, "pid"));
 	const char *start = sbx_json_string_or(sup, "startTime", "");
-	snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)pid);
-	size_t len;
-	char *st = pid > 0 ? sbx_read_file_capped(stat_path, 4096, &len, &e) : NULL;
-	char now[32] = "";
-	const char *paren = st ? strrchr(st, ')') : NULL;
-	/* Field 22 (starttime), counted after the command name. */
-	for (int field = 2; paren && *paren; paren++)
-		if (*paren == ' ' && ++field == 22) {
-			snprintf(now, sizeof(now), "%.*s", (int)strcspn(paren + 1, " "), paren + 1);
-			break;
-		}
-	free(st);
+	char now[32];
+	sbx_process_start_time(pid, now, sizeof(now));
 	int ok = now[0] && !strcmp(now, start) && kill(pid, SIGTERM) == 0;
 	json_decref(sup);
 	if (!ok) {
@@ -86,18 +76,8 @@ static int cancel(const char *dir)
 static void record_supervisor(struct run *r)
 {
 	struct sbx_error e;
-	char path[PATH_MAX + 256], stat_path[64], *st;
-	size_t len;
-	snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)getpid());
-	st = sbx_read_file_capped(stat_path, 4096, &len, &e);
-	char start[32] = "";
-	const char *paren = st ? strrchr(st, ')') : NULL;
-	for (int field = 2; paren && *paren; paren++)
-		if (*paren == ' ' && ++field == 22) {
-			snprintf(start, sizeof(start), "%.*s", (int)strcspn(paren + 1, " "), paren + 1);
-			break;
-		}
-	free(st);
+	char path[PATH_MAX + 256], start[32];
+	sbx_process_start_time(getpid(), start, sizeof(start));
 	char *text = NULL;
 	if (asprintf(&text, "{\"pid\":%d,\"startTime\":\"%s\"}\n", (int)getpid(), start) > 0) {
 		snprintf(path, sizeof(path), "%s/supervisor.json", r->exec_dir);
