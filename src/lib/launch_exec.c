@@ -20,25 +20,34 @@ void sbx_stdio_sanitize(void)
 		}
 }
 
-int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, struct sbx_error *e)
+int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, int channel_fd,
+		    struct sbx_error *e)
 {
 	/* A core dump could carry workspace data to wherever core_pattern points. */
 	struct rlimit none = { 0, 0 };
 	char *const empty_env[] = { NULL };
+	const int from[3] = { seccomp_fd, info_fd, channel_fd };
+	int parked[3] = { -1, -1, -1 }, highest = SBX_SECCOMP_FD;
 
 	if (setrlimit(RLIMIT_CORE, &none) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(RLIMIT_CORE): %s", strerror(errno));
 		return -1;
 	}
-	/* Park both above their targets first, so neither dup2 clobbers the other. */
-	int parked_seccomp = fcntl(seccomp_fd, F_DUPFD_CLOEXEC, SBX_INFO_FD + 1);
-	int parked_info = info_fd >= 0 ? fcntl(info_fd, F_DUPFD_CLOEXEC, SBX_INFO_FD + 1) : -1;
-	if (parked_seccomp < 0 || (info_fd >= 0 && parked_info < 0) ||
-	    dup2(parked_seccomp, SBX_SECCOMP_FD) != SBX_SECCOMP_FD ||
-	    (info_fd >= 0 && dup2(parked_info, SBX_INFO_FD) != SBX_INFO_FD))
-		goto fail;
+	/* Park all above their targets first, so no dup2 clobbers another. */
+	for (int i = 0; i < 3; i++)
+		if (from[i] >= 0 && (parked[i] = fcntl(from[i], F_DUPFD_CLOEXEC, SBX_CHANNEL_FD + 1)) < 0)
+			goto fail;
+	for (int i = 0; i < 3; i++) {
+		if (parked[i] < 0) {
+			close(SBX_SECCOMP_FD + i); /* an unused slot keeps nothing of the caller's */
+			continue;
+		}
+		if (dup2(parked[i], SBX_SECCOMP_FD + i) != SBX_SECCOMP_FD + i)
+			goto fail;
+		highest = SBX_SECCOMP_FD + i;
+	}
 	/* No host file reaches the sandbox by inheritance. */
-	if (syscall(SYS_close_range, info_fd >= 0 ? SBX_INFO_FD + 1 : SBX_SECCOMP_FD + 1, ~0U, 0) != 0)
+	if (syscall(SYS_close_range, highest + 1, ~0U, 0) != 0)
 		goto fail;
 	/* bwrap's own environment shows in the sandbox as /proc/1/environ. */
 	execve(bwrap, argv, empty_env);

@@ -9,9 +9,12 @@
  * lands there and leaks into the sandbox as stdin or stdout. */
 void sbx_stdio_sanitize(void);
 
-#define SBX_INFO_FD 4 /* where bwrap writes {"child-pid": N} when asked */
+#define SBX_INFO_FD 4    /* where bwrap writes {"child-pid": N} when asked */
+#define SBX_CHANNEL_FD 5 /* the worker channel's end, inside the sandbox */
 
-/* Only returns on failure. info_fd (-1: none) becomes fd 4. */
-int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, struct sbx_error *e);
+/* Only returns on failure. info_fd and channel_fd (-1: none) become fds
+ * 4 and 5; bwrap passes 5 on to the workload (it consumes 3 and 4). */
+int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, int channel_fd,
+		    struct sbx_error *e);
 
 #endif

@@ -29,6 +29,10 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 	}
 	if (h->ca_dir[0])
 		setenv_(p, "SSL_CERT_DIR", h->ca_dir);
+	if (s->scratch)
+		setenv_(p, "SBX_SCRATCH", "/scratch");
+	if (s->channel)
+		setenv_(p, "SBX_CHANNEL_FD", "5");
 	for (size_t i = 0; i < s->env_keys.len; i++)
 		setenv_(p, s->env_keys.items[i], s->env_values.items[i]);
 }
@@ -103,6 +107,9 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 		ro_bind(a, s->ro_parent, s->parent_mount);
 	if (s->workspace)
 		sbx_strvec_pushl(a, "--bind", s->workspace, s->ws_mount, NULL);
+	/* The worker's scratch: checkpoints, media and outputs. */
+	if (s->scratch)
+		sbx_strvec_pushl(a, "--bind", s->scratch, "/scratch", NULL);
 
 	/* Freeze the root: only /tmp and the workspace stay writable. */
 	sbx_strvec_pushl(a, "--remount-ro", "/", "--chdir", s->cwd, "--clearenv", NULL);

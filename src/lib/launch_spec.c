@@ -25,6 +25,7 @@ static const struct sbx_json_field spec_fields[] = {
 	{ "environment", SBX_JSON_OBJECT, false, true },
 	{ "devices", SBX_JSON_ANY, false, true },
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
+	{ "scratch", SBX_JSON_STRING, false, true },
 };
 static const struct sbx_json_field network_fields[] = {
 	{ "mode", SBX_JSON_STRING, true, false },
@@ -248,6 +249,8 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	    parse_network(present(doc, "network"), s, e) != 0 ||
 	    parse_environment(present(doc, "environment"), s, e) != 0)
 		return -1;
+	if ((v = present(doc, "scratch")) && !(s->scratch = host_dir(json_string_value(v), "scratch", e)))
+		return -1;
 	if ((v = present(doc, "tmpSizeBytes"))) {
 		s->tmp_size = json_integer_value(v);
 		if (s->tmp_size < SBX_TMP_SIZE_MIN || s->tmp_size > SBX_TMP_SIZE_MAX)
@@ -270,5 +273,6 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	free(s->cwd);
 	free(s->cwd_host);
 	free(s->env_prefix);
+	free(s->scratch);
 	memset(s, 0, sizeof(*s));
 }

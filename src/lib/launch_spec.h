@@ -9,6 +9,7 @@
 #include "strvec.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #define SBX_TMP_SIZE_DEFAULT (1ll << 30)
 #define SBX_TMP_SIZE_MIN (1ll << 20)
@@ -24,6 +25,8 @@ struct sbx_launch_spec {
 	char *cwd_host;          /* its host realpath (NULL without a workspace) */
 	struct sbx_strvec env_keys, env_values; /* the spec's env, in its order */
 	char *env_prefix;        /* realpath of environment.prefix, or NULL */
+	char *scratch;           /* realpath of scratch (bound at /scratch), or NULL */
+	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
 	long long tmp_size;
 	enum sbx_seccomp_profile profile;
 };

@@ -31,6 +31,7 @@ struct options {
 	bool dry_run;
 	bool list_seccomp;
 	int info_fd;
+	int channel_fd;
 	const char *capabilities;
 	const char *run_as;
 	const char *spec;
@@ -48,6 +49,7 @@ static void usage(FILE *out)
 		"                         and exec nothing\n"
 		"  --list-seccomp         print the seccomp rule table, one JSON object per line\n"
 		"  --info-fd FD           bwrap writes {\"child-pid\": N} (the sandbox's pid 1) to FD\n"
+		"  --channel-fd FD        FD enters the sandbox as fd 5, named by SBX_CHANNEL_FD\n"
 		"  --capabilities FILE    a probe answer (sbx-probe's JSON) instead of the cached probe\n"
 		"  --run-as USER|UID[:GID] who the workload runs as when started by root\n"
 		"                         (default: $SBX_RUN_AS, the 'sbx' user, else 10001:10001)\n"
@@ -57,11 +59,12 @@ static void usage(FILE *out)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_DRY = 256, OPT_LIST, OPT_INFO, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
+	enum { OPT_DRY = 256, OPT_LIST, OPT_INFO, OPT_CHANNEL, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
 	static const struct option options[] = {
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "list-seccomp", no_argument, NULL, OPT_LIST },
 		{ "info-fd", required_argument, NULL, OPT_INFO },
+		{ "channel-fd", required_argument, NULL, OPT_CHANNEL },
 		{ "capabilities", required_argument, NULL, OPT_CAPS },
 		{ "run-as", required_argument, NULL, OPT_RUN_AS },
 		{ "help", no_argument, NULL, 'h' },
@@ -71,12 +74,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	opterr = 0;
-	o->info_fd = -1;
+	o->info_fd = o->channel_fd = -1;
 	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DRY: o->dry_run = true; break;
 		case OPT_LIST: o->list_seccomp = true; break;
 		case OPT_INFO: o->info_fd = (int)sbx_cli_parse_long("--info-fd", optarg, 0, 65535); break;
+		case OPT_CHANNEL: o->channel_fd = (int)sbx_cli_parse_long("--channel-fd", optarg, 0, 65535); break;
 		case OPT_CAPS: o->capabilities = optarg; break;
 		case OPT_RUN_AS: o->run_as = optarg; break;
 		case 'h': usage(stdout); exit(SBX_EXIT_OK);
@@ -88,6 +92,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		sbx_cli_usage_error("sbx-launch", "at most one SPEC argument");
 	if (o->info_fd >= 0 && (o->info_fd <= 2 || fcntl(o->info_fd, F_GETFD) < 0))
 		sbx_cli_usage_error("sbx-launch", "--info-fd: must name an open descriptor above 2");
+	/* A dry run only records the variable; a launch needs the descriptor. */
+	if (o->channel_fd >= 0 && (o->channel_fd <= 2 || (!o->dry_run && fcntl(o->channel_fd, F_GETFD) < 0)))
+		sbx_cli_usage_error("sbx-launch", "--channel-fd: must name an open descriptor above 2");
 	o->spec = optind < argc ? argv[optind] : "-";
 }
 
@@ -224,6 +231,7 @@ int main(int argc, char **argv)
 	if (!doc || sbx_launch_spec_parse(doc, &spec, &e) != 0)
 		sbx_die(&e);
 	json_decref(doc);
+	spec.channel = o.channel_fd >= 0;
 	if (sbx_run_as_resolve(o.run_as, &who, &e) != 0)
 		sbx_die(&e);
 	if (sbx_data_dir(data, sizeof(data)) != 0) {
@@ -252,6 +260,8 @@ int main(int argc, char **argv)
 	}
 	check_access(spec.ro_parent, R_OK | X_OK, "readOnlyWorkspace", &who);
 	check_access(spec.env_prefix, R_OK | X_OK, "environment.prefix", &who);
+	if (!(who.switch_user && o.dry_run))
+		check_access(spec.scratch, R_OK | W_OK | X_OK, "scratch", &who);
 	check_access(id.passwd, R_OK, "data directory (identity files)", &who);
 	json_t *probe = capabilities(&o, user_cache, &profile);
 
@@ -274,6 +284,6 @@ int main(int argc, char **argv)
 		sbx_strvec_insert(&plan.argv, 2, "4");
 	}
 	fflush(NULL);
-	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, o.info_fd, &e);
+	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, o.info_fd, o.channel_fd, &e);
 	sbx_die(&e);
 }
