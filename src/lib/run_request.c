@@ -27,6 +27,18 @@ static const struct sbx_json_field request_fields[] = {
 	{ "devices", SBX_JSON_ANY, false, true },
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "limits", SBX_JSON_OBJECT, false, true },
+	{ "caps", SBX_JSON_OBJECT, false, true },
+};
+static const struct sbx_json_field cap_fields[] = {
+	{ "frameBytes", SBX_JSON_INTEGER, false, true },
+	{ "events", SBX_JSON_INTEGER, false, true },
+	{ "trackingMessages", SBX_JSON_INTEGER, false, true },
+	{ "logBytes", SBX_JSON_INTEGER, false, true },
+	{ "scratchBytes", SBX_JSON_INTEGER, false, true },
+	{ "outputBytes", SBX_JSON_INTEGER, false, true },
+	{ "mediaCount", SBX_JSON_INTEGER, false, true },
+	{ "mediaBytes", SBX_JSON_INTEGER, false, true },
+	{ "progressIntervalMs", SBX_JSON_INTEGER, false, true },
 };
 static const struct sbx_json_field limit_fields[] = {
 	{ "memoryBytes", SBX_JSON_INTEGER, false, true },
@@ -130,6 +142,40 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 	return rc;
 }
 
+/* Defaults: documented in sbx-run(1). */
+static int parse_caps(const json_t *caps, struct sbx_worker_caps *c, struct sbx_error *e)
+{
+	static const struct {
+		const char *name;
+		long long dflt, min, max;
+	} table[] = {
+		{ "frameBytes", 1 << 20, 1024, 64 << 20 },
+		{ "events", 100000, 1, 100000000 },
+		{ "trackingMessages", 50000, 0, 100000000 },
+		{ "logBytes", 10 << 20, 0, 1ll << 34 },
+		{ "scratchBytes", 1ll << 30, 0, 1ll << 40 },
+		{ "outputBytes", 1ll << 30, 0, 1ll << 40 },
+		{ "mediaCount", 100, 0, 100000 },
+		{ "mediaBytes", 50 << 20, 0, 1ll << 34 },
+		{ "progressIntervalMs", 1000, 0, 3600000 },
+	};
+	long long v[9];
+	if (caps && !json_is_null(caps) && sbx_json_validate(caps, cap_fields, COUNT(cap_fields), "caps", e) != 0)
+		return -1;
+	for (size_t i = 0; i < COUNT(table); i++) {
+		const json_t *x = json_object_get(caps, table[i].name);
+		v[i] = json_is_integer(x) ? json_integer_value(x) : table[i].dflt;
+		if (v[i] < table[i].min || v[i] > table[i].max) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "caps.%s: must be from %lld to %lld",
+				      table[i].name, table[i].min, table[i].max);
+			return -1;
+		}
+	}
+	*c = (struct sbx_worker_caps){ (uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3], (uint64_t)v[4],
+				       (uint64_t)v[5], (uint64_t)v[6], (uint64_t)v[7], v[8] };
+	return 0;
+}
+
 int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_error *e)
 {
 	long long v;
@@ -186,6 +232,8 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 		if (r->limits.cpu_percent > 100 * 1024)
 			return bad(e, "limits.cpuPercent", "at most 102400 (1024 CPUs)");
 	}
+	if (parse_caps(json_object_get(doc, "caps"), &r->caps, e) != 0)
+		return -1;
 	return build_spec(r, e);
 }
 

@@ -17,6 +17,20 @@ struct sbx_run_limits {
 	long long memory_bytes, pids, cpu_percent; /* 0: not set */
 };
 
+/* Caps on what a worker may say and leave (sbx-run(1) lists the defaults
+ * and which are advisory). */
+struct sbx_worker_caps {
+	uint64_t frame_bytes;      /* largest channel frame */
+	uint64_t events;           /* worker messages in all */
+	uint64_t tracking;         /* metric points, params and tags entries, log lines (advisory) */
+	uint64_t log_bytes;        /* user_log text (advisory) */
+	uint64_t scratch_bytes;    /* everything under /scratch */
+	uint64_t output_bytes;     /* everything under /scratch/outputs */
+	uint64_t media_count;      /* media items */
+	uint64_t media_bytes;      /* one media item or checkpoint file */
+	long long progress_interval_ms;
+};
+
 struct sbx_run_request {
 	char execution_id[161];
 	char language[8];           /* shell | python | r */
@@ -27,6 +41,7 @@ struct sbx_run_request {
 	uint64_t max_workspace_bytes; /* 0: unlimited */
 	uint64_t max_output_bytes;    /* 0: never truncate */
 	struct sbx_run_limits limits;
+	struct sbx_worker_caps caps;
 	json_t *doc;                /* the request */
 	json_t *spec;               /* the launch spec built from it */
 };

@@ -42,7 +42,7 @@ static void close_pair(int p[2])
 		close(p[1]);
 }
 
-int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd,
+int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd, int channel_fd,
 		      struct sbx_sandbox *sb, struct sbx_error *e)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 };
@@ -59,11 +59,14 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_f
 	}
 	free(text);
 	text = NULL;
-	/* The spec is read by sbx-launch from fd 3; bwrap reports on fd 4. */
-	const int extra[2] = { memfd, info[1] };
-	const char *argv[] = { launch, "--info-fd", "4", "/proc/self/fd/3", NULL };
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
-			       .extra_fds = extra, .n_extra = 2, .new_session = true, .die_with_parent = true,
+	/* The spec is read by sbx-launch from fd 3; bwrap reports on fd 4; the
+	 * worker channel's end is fd 5. */
+	const int extra[3] = { memfd, info[1], channel_fd };
+	const char *with_channel[] = { launch, "--info-fd", "4", "--channel-fd", "5", "/proc/self/fd/3", NULL };
+	const char *without[] = { launch, "--info-fd", "4", "/proc/self/fd/3", NULL };
+	struct sbx_spawn s = { .argv = channel_fd >= 0 ? with_channel : without, .stdin_fd = in[0],
+			       .stdout_fd = out[1], .stderr_fd = err[1], .extra_fds = extra,
+			       .n_extra = channel_fd >= 0 ? 3 : 2, .new_session = true, .die_with_parent = true,
 			       .cgroup_procs_fd = cgroup_procs_fd };
 	sb->pid = sbx_spawn_start(&s, NULL, e);
 	if (sb->pid < 0)

@@ -25,8 +25,9 @@ struct sbx_sandbox {
 	size_t info_len;
 };
 
-/* Starts `launch` (sbx-launch) on spec. cgroup_procs_fd > 0: joined first. */
-int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd,
+/* Starts `launch` (sbx-launch) on spec. cgroup_procs_fd > 0: joined first.
+ * channel_fd >= 0: the sandbox's end of the worker channel. */
+int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd, int channel_fd,
 		      struct sbx_sandbox *sb, struct sbx_error *e);
 /* Reads bwrap's info fd when it is readable; true once pid 1 is known. */
 bool sbx_sandbox_read_info(struct sbx_sandbox *sb);

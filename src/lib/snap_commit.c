@@ -15,7 +15,6 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,17 +39,6 @@ struct commit {
 	char *buf;
 	struct sbx_error *e;
 };
-
-/* Opens a workspace file without following any symlink on the way. */
-static int open_beneath(int rootfd, const char *path)
-{
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV };
-	int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	return fd;
-}
 
 /* One stat-cache line: "dev ino size mtime_ns ctime_ns digest path". */
 static bool parse_line(char *line, struct cached *x, const char **path)
@@ -151,53 +139,105 @@ static void hex_digest(EVP_MD_CTX *md, char out[72])
 		snprintf(out + 7 + 2 * i, 3, "%02x", raw[i]);
 }
 
-/* Hashes a file and copies it into the store in one read. */
-static int store_file(struct commit *c, int rootfd, struct sbx_snap_entry *x)
+static int prepare_store(const char *store, struct sbx_error *e)
+{
+	static const char *const dirs[] = { "objects", "refs", "statcache", "tmp" };
+	char path[PATH_MAX];
+	for (size_t i = 0; i < 4; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", store, dirs[i]) >= (int)sizeof(path)) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "store path too long");
+			return -1;
+		}
+		if (sbx_mkdir_p(path, 0700, e) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Hashes an open file and copies it into the store in one read, at most
+ * cap bytes (0: no cap). */
+static int store_stream(const char *store, int in, char *buf, uint64_t cap, char digest[72], uint64_t *size,
+			struct sbx_error *e)
 {
 	char tmp[PATH_MAX];
-	struct stat st;
-	int in = open_beneath(rootfd, x->path), out = -1, rc = -1;
+	int out = -1, rc = -1;
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct commit c = { .store = store, .e = e };
 
-	snprintf(tmp, sizeof(tmp), "%s/tmp/obj.XXXXXX", c->store);
-	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || !md ||
-	    (out = mkostemp(tmp, O_CLOEXEC)) < 0 || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
-		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "snapshot-read", "%.300s: %s", x->path, strerror(errno));
+	*size = 0;
+	snprintf(tmp, sizeof(tmp), "%s/tmp/obj.XXXXXX", store);
+	if (!md || (out = mkostemp(tmp, O_CLOEXEC)) < 0 || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "store-write", "%s: %s", tmp, strerror(errno));
+		tmp[0] = '\0';
 		goto done;
 	}
-	/* The stat facts of what is actually read go to the cache. */
-	x->size = 0;
+	for (;;) {
+		ssize_t n = read(in, buf, COPY_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (n > 0 && sbx_write_all(out, buf, (size_t)n) != 0)) {
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "snapshot-read", "reading into the store: %s", strerror(errno));
+			goto done;
+		}
+		if (n == 0)
+			break;
+		EVP_DigestUpdate(md, buf, (size_t)n);
+		*size += (uint64_t)n;
+		if (cap && *size > cap) {
+			sbx_error_set(e, SBX_EXIT_RESOURCE, "too-large", "larger than %llu bytes", (unsigned long long)cap);
+			goto done;
+		}
+	}
+	hex_digest(md, digest);
+	close(out);
+	out = -1;
+	rc = publish(&c, tmp, digest);
+	tmp[0] = '\0';
+done:
+	if (out >= 0)
+		close(out);
+	if (tmp[0])
+		unlink(tmp);
+	EVP_MD_CTX_free(md);
+	return rc;
+}
+
+int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, char digest[72], uint64_t *size, struct sbx_error *e)
+{
+	char *buf = malloc(COPY_BUF);
+	if (!buf || prepare_store(store, e) != 0) {
+		if (!buf)
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "store buffer");
+		free(buf);
+		return -1;
+	}
+	int rc = store_stream(store, fd, buf, cap, digest, size, e);
+	free(buf);
+	return rc;
+}
+
+/* A workspace file into the store; its stat facts (of what is read) go to
+ * the cache. */
+static int store_file(struct commit *c, int rootfd, struct sbx_snap_entry *x)
+{
+	struct stat st;
+	int in = sbx_open_beneath(rootfd, x->path);
+	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "snapshot-read", "%.300s: %s", x->path,
+			      in < 0 || !S_ISREG(st.st_mode) ? strerror(errno ? errno : EINVAL) : strerror(errno));
+		if (in >= 0)
+			close(in);
+		return -1;
+	}
 	x->dev = (uint64_t)st.st_dev;
 	x->ino = (uint64_t)st.st_ino;
 	x->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	x->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	x->exec = (st.st_mode & S_IXUSR) != 0;
-	for (;;) {
-		ssize_t n = read(in, c->buf, COPY_BUF);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || (n > 0 && sbx_write_all(out, c->buf, (size_t)n) != 0)) {
-			sbx_error_set(c->e, SBX_EXIT_INTERNAL, "snapshot-read", "%.300s: %s", x->path, strerror(errno));
-			goto done;
-		}
-		if (n == 0)
-			break;
-		EVP_DigestUpdate(md, c->buf, (size_t)n);
-		x->size += (uint64_t)n;
-	}
-	hex_digest(md, x->digest);
-	close(out);
-	out = -1;
-	rc = publish(c, tmp, x->digest);
-	tmp[0] = '\0';
-done:
-	if (out >= 0)
-		close(out);
-	if (tmp[0] && rc != 0)
-		unlink(tmp);
-	if (in >= 0)
-		close(in);
-	EVP_MD_CTX_free(md);
+	int rc = store_stream(c->store, in, c->buf, 0, x->digest, &x->size, c->e);
+	if (rc != 0)
+		sbx_error_prefix(c->e, x->path);
+	close(in);
 	return rc;
 }
 
@@ -360,21 +400,6 @@ static int move_ref(struct commit *c, const char *ref, const char *digest)
 	if (rc != 0)
 		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "store-write", "%s: %s", path, strerror(errno));
 	return rc;
-}
-
-static int prepare_store(const char *store, struct sbx_error *e)
-{
-	static const char *const dirs[] = { "objects", "refs", "statcache", "tmp" };
-	char path[PATH_MAX];
-	for (size_t i = 0; i < 4; i++) {
-		if (snprintf(path, sizeof(path), "%s/%s", store, dirs[i]) >= (int)sizeof(path)) {
-			sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "store path too long");
-			return -1;
-		}
-		if (sbx_mkdir_p(path, 0700, e) != 0)
-			return -1;
-	}
-	return 0;
 }
 
 json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, struct sbx_error *e)

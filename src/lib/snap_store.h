@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define SBX_SNAP_MEDIA_TYPE "application/vnd.sbx.tree.v1+json"
 #define SBX_SNAP_POOL "agent-state"
@@ -23,6 +24,10 @@
  * {digest, size, files, bytes, mediaType, pool, hashedFiles[, ref]} or NULL;
  * hashedFiles counts the files the stat cache could not vouch for. */
 json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, struct sbx_error *e);
+
+/* Copies an open file into the store as an object, hashed in the same
+ * read; more than cap bytes (0: no cap) is an error (exit 6). */
+int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, char digest[72], uint64_t *size, struct sbx_error *e);
 
 /* A digest ("sha256:<hex>") or a ref name, resolved to a digest. */
 int sbx_snap_resolve(const char *store, const char *what, char digest[72], struct sbx_error *e);

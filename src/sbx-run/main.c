@@ -12,11 +12,13 @@
 #include "../lib/json.h"
 #include "../lib/quota.h"
 #include "../lib/quota_watch.h"
+#include "../lib/run_as.h"
 #include "../lib/run_lease.h"
 #include "../lib/snap_store.h"
 #include "../lib/spawn.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
@@ -43,7 +45,13 @@ static void usage(FILE *out)
 		"  --state-dir DIR       executions and leases (default: <data dir>/executions)\n"
 		"  --snapshot-store DIR  where workspace snapshots go (default: <state dir>/snapshots)\n"
 		"  --no-snapshot         skip the snapshot\n"
-		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n");
+		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n"
+		"  --deadline-reserve-ms N  SIGTERM this long before the deadline (default 15000,\n"
+		"                        at most half the timeout)\n"
+		"  --signing-key-fd FD   sign every event line with the key read from FD\n"
+		"  --signing-key-file F  the same from a file only its owner can read (mode 0600)\n"
+		"\n"
+		"       sbx-run verify --key-file KEY [EVENTS|-]   checks a signed event stream\n");
 	sbx_cli_print_exit_codes(out);
 }
 
@@ -73,6 +81,34 @@ static int cancel(const char *dir)
 	return rc;
 }
 
+/* `sbx-run verify --key-file K [EVENTS|-]`: where a signed stream breaks. */
+static int verify(int argc, char **argv)
+{
+	struct sbx_signer key = { 0 };
+	struct sbx_error e;
+	const char *input = "-";
+
+	if (argc < 3 || strcmp(argv[1], "--key-file") != 0 || argc > 4)
+		sbx_cli_usage_error("sbx-run", "verify --key-file KEY [EVENTS|-]");
+	if (sbx_signer_from_file(&key, argv[2], &e) != 0)
+		sbx_die(&e);
+	if (argc == 4)
+		input = argv[3];
+	FILE *in = strcmp(input, "-") ? fopen(input, "re") : stdin;
+	if (!in) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "%s: %s", input, strerror(errno));
+		sbx_die(&e);
+	}
+	json_t *verdict = sbx_verify_stream(in, key.key, key.key_len);
+	if (in != stdin)
+		fclose(in);
+	OPENSSL_cleanse(key.key, sizeof(key.key));
+	sbx_json_print(stdout, verdict);
+	int rc = json_is_true(json_object_get(verdict, "ok")) ? SBX_EXIT_OK : SBX_EXIT_INTEGRITY;
+	json_decref(verdict);
+	return rc;
+}
+
 static void record_supervisor(struct run *r)
 {
 	struct sbx_error e;
@@ -98,7 +134,7 @@ static json_t *provenance(struct run *r, struct sbx_error *e)
 		return NULL;
 	}
 	free(text);
-	const char *argv[] = { r->launch, "--dry-run", path, NULL };
+	const char *argv[] = { r->launch, "--dry-run", "--channel-fd", "5", path, NULL };
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1 };
 	struct sbx_capture c;
 	if (sbx_spawn_capture(&s, 60000, 4u << 20, &c, e) != 0)
@@ -153,18 +189,49 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	if (sbx_snap_scan(r->req.workspace, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
-	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, &r->sb, e) != 0)
+	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, r->worker.sandbox_end, &r->sb, e) != 0)
 		return fail(r, e);
+	close(r->worker.sandbox_end);
+	r->worker.sandbox_end = -1;
 	r->ran = true;
 	run_event("started", r, json_pack("{s:i}", "sandboxPid", (int)r->sb.pid));
+	worker_send_start(r);
 	int supervised = run_supervise(r, e);
 	r->finished_at_ms = run_now_ms();
 	sbx_cgroup_remove(&r->cg);
 	if (sbx_output_finish(&r->out, &r->truncated, e) != 0 || supervised != 0)
 		return fail(r, e);
+	if (!r->sb.init_pid) {
+		/* bwrap never reported a sandbox: sbx-launch refused, say why. */
+		char line[1024] = "", *text;
+		size_t len;
+		if ((text = sbx_read_file_capped(r->out.s[1].path, 1u << 20, &len, e))) {
+			sbx_last_line(text, line, sizeof(line));
+			free(text);
+		}
+		json_t *diag = json_loads(line, 0, NULL);
+		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "launch-failed", "the sandbox did not start: %s",
+			      sbx_json_string_or(diag, "message", line[0] ? line : "sbx-launch failed"));
+		json_decref(diag);
+		r->ran = false;
+		return fail(r, e);
+	}
+	worker_read(r); /* what the worker said last */
+	worker_tick(r, true);
+	r->outputs = worker_outputs(r);
+	if (r->worker.outcome != WORKER_OK) {
+		r->violated = r->worker.outcome == WORKER_VIOLATION;
+		r->exhausted = !r->violated;
+	}
 	if (sbx_snap_scan(r->req.workspace, &r->after, e) != 0)
 		return fail(r, e);
-	if (r->quota_hit || sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
+	if (r->violated) {
+		sbx_error_set(e, SBX_EXIT_VIOLATION, "sandbox-violation", "%s", r->worker.why);
+		fail(r, e);
+	} else if (r->exhausted) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "resource-exhausted", "%s", r->worker.why);
+		fail(r, e);
+	} else if (r->quota_hit || sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
 		r->quota_hit = true;
 		sbx_quota_message(true, r->req.max_workspace_bytes, message, sizeof(message));
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
@@ -197,6 +264,9 @@ int main(int argc, char **argv)
 		{ "snapshot-store", required_argument, NULL, 'S' },
 		{ "no-snapshot", no_argument, NULL, 'n' },
 		{ "grace-ms", required_argument, NULL, 'g' },
+		{ "deadline-reserve-ms", required_argument, NULL, 'R' },
+		{ "signing-key-fd", required_argument, NULL, 'k' },
+		{ "signing-key-file", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -209,12 +279,16 @@ int main(int argc, char **argv)
 	int c;
 
 	sbx_diag_program("sbx-run");
+	if (argc > 1 && !strcmp(argv[1], "verify"))
+		return verify(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "cancel")) {
 		if (argc != 3)
 			sbx_cli_usage_error("sbx-run", "cancel takes one EXECUTION-DIR");
 		return cancel(argv[2]);
 	}
 	r->grace_ms = 5000;
+	r->reserve_ms = 15000;
+	r->worker.fd = r->worker.sandbox_end = r->worker.scratch_fd = -1;
 	r->lease_fd = -1;
 	r->cg.procs_fd = -1;
 	opterr = 0;
@@ -224,6 +298,15 @@ int main(int argc, char **argv)
 		case 'S': store = optarg; break;
 		case 'n': no_snapshot = true; break;
 		case 'g': r->grace_ms = (int)sbx_cli_parse_long("--grace-ms", optarg, 0, 3600000); break;
+		case 'R': r->reserve_ms = (int)sbx_cli_parse_long("--deadline-reserve-ms", optarg, 0, 3600000); break;
+		case 'k':
+			if (sbx_signer_from_fd(&r->signer, (int)sbx_cli_parse_long("--signing-key-fd", optarg, 3, 65535), &e) != 0)
+				sbx_die(&e);
+			break;
+		case 'K':
+			if (sbx_signer_from_file(&r->signer, optarg, &e) != 0)
+				sbx_die(&e);
+			break;
 		case 'h': usage(stdout); return SBX_EXIT_OK;
 		case 'V': sbx_cli_print_version("sbx-run"); return SBX_EXIT_OK;
 		default: sbx_cli_bad_option("sbx-run", argv[optind - 1]);
@@ -257,8 +340,17 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	}
 	/* 2. The execution directory: a second run of one id is refused. */
-	if (sbx_mkdir_p(r->state_dir, 0700, &e) != 0)
+	/* 0711: the workload's uid must reach its scratch below; it lists nothing. */
+	if (sbx_mkdir_p(r->state_dir, 0711, &e) != 0)
 		sbx_die(&e);
+	/* Absolute from here on: paths under it are bound into sandboxes. */
+	char *abs_state = realpath(r->state_dir, NULL);
+	if (!abs_state || strlen(abs_state) >= sizeof(r->state_dir) - 64) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "--state-dir: %s: cannot resolve", r->state_dir);
+		sbx_die(&e);
+	}
+	memcpy(r->state_dir, abs_state, strlen(abs_state) + 1);
+	free(abs_state);
 	if (snprintf(r->exec_dir, sizeof(r->exec_dir), "%s/%s", r->state_dir, r->req.execution_id) >= (int)sizeof(r->exec_dir))
 		sbx_cli_usage_error("sbx-run", "--state-dir: path too long");
 	if (mkdir(r->exec_dir, 0700) != 0) {
@@ -276,8 +368,12 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	r->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
-	/* 3. Provenance, then the run itself. */
-	if (!(r->provenance = provenance(r, &e)))
+	/* 3. The worker's scratch and channel, provenance, then the run. */
+	struct sbx_run_as who;
+	if (sbx_run_as_resolve(NULL, &who, &e) != 0 ||
+	    worker_open(r, who.uid, who.gid, who.switch_user, &e) != 0)
+		fail(r, &e);
+	else if (!(r->provenance = provenance(r, &e)))
 		fail(r, &e);
 	else
 		execute(r, &e);
@@ -294,6 +390,8 @@ int main(int argc, char **argv)
 	json_decref(result);
 	sbx_output_close(&r->out);
 	sbx_sandbox_close(&r->sb);
+	worker_close(&r->worker);
+	json_decref(r->outputs);
 	if (r->lease_fd >= 0)
 		close(r->lease_fd);
 	/* Nobody to cancel any more. */

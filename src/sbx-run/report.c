@@ -38,7 +38,13 @@ void run_event(const char *event, struct run *r, json_t *extra)
 			       "at", iso_time(run_now_ms()));
 	if (extra)
 		json_object_update(ev, extra);
-	sbx_json_print(stdout, ev);
+	char *line = sbx_signer_line(&r->signer, ev);
+	if (line) {
+		fputs(line, stdout);
+		fputc('\n', stdout);
+		fflush(stdout);
+	}
+	free(line);
 	json_decref(ev);
 	json_decref(extra);
 }
@@ -60,6 +66,8 @@ static const char *failure_class(const struct run *r)
 	case 0: return NULL;
 	case 6: return "resource-exhausted";
 	case 7: return "timeout";
+	case 8: return "sandbox-violation";
+	case 9: return "integrity";
 	case 10: return "cancelled";
 	case 2: return "user";
 	case 3: return "policy";
@@ -101,6 +109,9 @@ json_t *run_result(struct run *r)
 	json_int_t tmp = json_integer_value(json_object_get(r->req.spec, "tmpSizeBytes"));
 	json_object_set_new(res, "tmpSizeBytes", json_integer(tmp ? tmp : (1ll << 30)));
 	json_object_set_new(res, "coreDumps", json_false());
+	json_object_set_new(res, "worker", worker_report(r));
+	json_object_set_new(res, "outputs", r->outputs ? json_incref(r->outputs) : json_null());
+	json_object_set_new(res, "devMode", json_boolean(r->dev_mode));
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		json_object_set_new(res, "supervisorMaxRssKiB", json_integer(ru.ru_maxrss));

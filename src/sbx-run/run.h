@@ -4,7 +4,9 @@
 #ifndef SBX_RUN_H
 #define SBX_RUN_H
 
+#include "worker.h"
 #include "../lib/cgroup_limits.h"
+#include "../lib/event_sign.h"
 #include "../lib/run_output.h"
 #include "../lib/run_request.h"
 #include "../lib/run_sandbox.h"
@@ -22,6 +24,11 @@ struct run {
 	char store[PATH_MAX];     /* "" : no snapshot */
 	char launch[PATH_MAX];
 	int grace_ms;
+	int reserve_ms;            /* SIGTERM this long before the deadline */
+	bool dev_mode;             /* not started as root: no uid separation */
+	struct sbx_signer signer;
+	struct worker worker;
+	json_t *outputs;           /* the outputs manifest */
 	int signal_fd;
 	int lease_fd;
 	json_t *provenance;        /* sbx-launch --dry-run: argv, env, cwd, ... */
@@ -31,7 +38,7 @@ struct run {
 	struct sbx_cgroup cg;
 	long long started_at_ms, finished_at_ms;
 	int wait_status;
-	bool ran, timed_out, cancelled, quota_hit, truncated;
+	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
 	uint64_t quota_bytes;
 	json_t *snapshot;          /* the sbx-snap receipt, or null */
 	char error[1024];          /* the failure's message, "" when none */

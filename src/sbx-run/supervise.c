@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { P_OUT, P_ERR, P_IN, P_INFO, P_EXIT, P_SIGNAL, P_COUNT };
+enum { P_OUT, P_ERR, P_IN, P_INFO, P_EXIT, P_SIGNAL, P_CHANNEL, P_COUNT };
 
 static long long mono_ms(void)
 {
@@ -82,6 +82,12 @@ int run_supervise(struct run *r, struct sbx_error *e)
 {
 	long long start = mono_ms(), next_quota = start + SBX_QUOTA_INTERVAL_MS, grace_end = 0;
 	long long deadline = r->req.timeout_ms ? start + r->req.timeout_ms : 0;
+	/* SIGTERM goes out a reserve before the deadline (at most half the
+	 * timeout), so the worker can flush a checkpoint within the grace. */
+	if (deadline) {
+		long long reserve = r->reserve_ms < r->req.timeout_ms / 2 ? r->reserve_ms : r->req.timeout_ms / 2;
+		deadline -= reserve;
+	}
 	size_t sent = 0;
 	bool exited = false;
 	int failed = 0;
@@ -89,8 +95,9 @@ int run_supervise(struct run *r, struct sbx_error *e)
 	feed(r, &sent);
 	while (!exited || r->sb.out >= 0 || r->sb.err >= 0) {
 		struct pollfd p[P_COUNT];
-		int fds[P_COUNT] = { r->sb.out, r->sb.err, r->sb.in, r->sb.info, exited ? -1 : r->sb.pidfd, r->signal_fd };
-		short ev[P_COUNT] = { POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN, POLLIN };
+		int fds[P_COUNT] = { r->sb.out, r->sb.err, r->sb.in, r->sb.info, exited ? -1 : r->sb.pidfd, r->signal_fd,
+				     r->worker.fd };
+		short ev[P_COUNT] = { POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN, POLLIN, POLLIN };
 		for (int i = 0; i < P_COUNT; i++)
 			p[i] = (struct pollfd){ .fd = fds[i], .events = ev[i] };
 		long long now = mono_ms(), wake = exited ? now + 1000 : next_quota;
@@ -98,6 +105,11 @@ int run_supervise(struct run *r, struct sbx_error *e)
 			wake = deadline;
 		if (grace_end > 0 && grace_end < wake)
 			wake = grace_end;
+		if (r->worker.pending_progress) {
+			long long due = now + r->worker.last_progress_ms + r->req.caps.progress_interval_ms - run_now_ms();
+			if (due < wake)
+				wake = due;
+		}
 		int r_ = poll(p, P_COUNT, wake > now ? (int)(wake - now) : 0);
 		if (r_ < 0 && errno != EINTR)
 			break;
@@ -110,6 +122,13 @@ int run_supervise(struct run *r, struct sbx_error *e)
 			feed(r, &sent);
 		if (p[P_INFO].revents)
 			sbx_sandbox_read_info(&r->sb);
+		if (p[P_CHANNEL].revents && worker_read(r) != WORKER_OK && !grace_end) {
+			/* A violation or a hard cap: no grace for a hostile worker. */
+			r->violated = r->worker.outcome == WORKER_VIOLATION;
+			r->exhausted = r->worker.outcome == WORKER_EXHAUSTED;
+			stop(r, true, &grace_end);
+		}
+		worker_tick(r, false);
 		if (p[P_EXIT].revents)
 			exited = true;
 		if (p[P_SIGNAL].revents) {
