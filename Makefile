@@ -12,7 +12,7 @@ CFLAGS   += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 \
 # --as-needed: a program loads only the libraries it calls (libcrypto alone
 # costs a launch about a millisecond).
 LDFLAGS  += -Wl,--as-needed
-LDLIBS   := -ljansson -lseccomp -lcrypto
+LDLIBS   := -ljansson -lseccomp -lcrypto -lcap-ng
 # try-syscall probes raw syscalls: sanitizer interceptors would change what it
 # calls, so it is always built from the plain flags.
 PLAIN_CFLAGS := $(CFLAGS)

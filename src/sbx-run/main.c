@@ -26,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cap-ng.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -79,6 +81,28 @@ static int cancel(const char *dir)
 	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
 	json_decref(out);
 	return rc;
+}
+
+/* Narrows what the supervisor can do before it touches the workload: not
+ * dumpable (the workload cannot ptrace it or read its memory through
+ * /proc), and as root only the capabilities the run needs, in the
+ * bounding set too, so sbx-launch (exec'd as root) inherits no more:
+ * chown and setuid/setgid to hand the workspace to the workload's uid,
+ * dac_read_search to walk and snapshot what it wrote, kill to stop it. */
+static int isolate(struct run *r, struct sbx_error *e)
+{
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	r->dev_mode = geteuid() != 0;
+	if (r->dev_mode)
+		return 0;
+	capng_clear(CAPNG_SELECT_BOTH);
+	if (capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET, CAP_CHOWN,
+			  CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_SETUID, CAP_SETGID, CAP_KILL, -1) != 0 ||
+	    capng_apply(CAPNG_SELECT_BOTH) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot narrow the supervisor's capabilities");
+		return -1;
+	}
+	return 0;
 }
 
 /* `sbx-run verify --key-file K [EVENTS|-]`: where a signed stream breaks. */
@@ -359,6 +383,14 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	}
 	record_supervisor(r);
+	if (isolate(r, &e) != 0)
+		sbx_die(&e);
+	if (r->dev_mode)
+		run_event("mode", r, json_pack("{s:b,s:s}", "devMode", 1, "note",
+					      "not started as root: the workload runs as this uid inside bwrap's user "
+					      "namespace; dev mode is never a security boundary between supervisor and workload"));
+	else
+		run_event("mode", r, json_pack("{s:b}", "devMode", 0));
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

@@ -27,14 +27,18 @@ int worker_open(struct run *r, uid_t uid, gid_t gid, bool chown_scratch, struct 
 	w->media = json_array();
 	sbx_channel_init(&w->channel, r->req.caps.frame_bytes);
 	snprintf(w->scratch, sizeof(w->scratch), "%s/scratch", r->exec_dir);
-	for (int i = -1; i < 3; i++) {
-		char path[PATH_MAX + 400];
-		snprintf(path, sizeof(path), "%s%s%s", w->scratch, i < 0 ? "" : "/", i < 0 ? "" : folders[i]);
-		if (mkdir(path, 0700) != 0 || (chown_scratch && chown(path, uid, gid) != 0)) {
-			sbx_error_set(e, SBX_EXIT_INTERNAL, "scratch-failed", "%s: %s", path, strerror(errno));
-			return -1;
+	/* All made first, then handed over: the supervisor keeps no right to
+	 * write into what the workload owns. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = -1; i < 3; i++) {
+			char path[PATH_MAX + 400];
+			snprintf(path, sizeof(path), "%s%s%s", w->scratch, i < 0 ? "" : "/", i < 0 ? "" : folders[i]);
+			int rc = pass == 0 ? mkdir(path, 0700) : chown_scratch ? chown(path, uid, gid) : 0;
+			if (rc != 0) {
+				sbx_error_set(e, SBX_EXIT_INTERNAL, "scratch-failed", "%s: %s", path, strerror(errno));
+				return -1;
+			}
 		}
-	}
 	/* The execution directory must be searchable for the workload's uid. */
 	if (chown_scratch)
 		chmod(r->exec_dir, 0711);

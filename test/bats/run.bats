@@ -47,7 +47,7 @@ r() { jq -r "$1" <<<"$result"; }
     [[ "$(r .workspaceSnapshot.digest)" =~ ^sha256: ]]
     [ "$(r .workspaceSnapshot.pool)" = agent-state ]
     # Events: started then finished; result.json is the same result.
-    [ "$(printf '%s\n' "$output" | jq -r .event | tr '\n' ' ')" = "started finished " ]
+    [ "$(printf '%s\n' "$output" | jq -r .event | tr '\n' ' ')" = "mode started finished " ]
     [ "$(jq -c . "$STATE/e1/result.json")" = "$result" ]
     [ ! -e "$STATE/e1/supervisor.json" ]
 }
