@@ -5,6 +5,7 @@
 #include "spawn.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -131,34 +132,69 @@ bool sbx_sandbox_read_info(struct sbx_sandbox *sb)
 	return sb->init_pid > 0;
 }
 
-static uint64_t pidns_of(pid_t pid)
+/* The parent of pid from /proc/<pid>/stat (world-readable, so no ptrace
+ * right is needed); 0 when it cannot be read. */
+static pid_t parent_of(pid_t pid)
 {
-	char path[64], link[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
 	if (n <= 0)
 		return 0;
-	link[n] = '\0';
-	const char *open_ = strchr(link, '[');
-	return open_ ? strtoull(open_ + 1, NULL, 10) : 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold spaces and parens */
+	int ppid = 0;
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
 }
 
 int sbx_sandbox_signal_all(const struct sbx_sandbox *sb, int sig)
 {
+	/* Every process of the sandbox descends from its pid 1: orphans are
+	 * re-parented to it, so no double fork leaves the tree. */
+	enum { MAX_PROCS = 65536 };
+	static pid_t pids[MAX_PROCS], parents[MAX_PROCS];
+	static unsigned char in_tree[MAX_PROCS];
+	size_t n = 0;
 	int count = 0;
-	if (!sb->pidns)
+
+	if (sb->init_pid <= 0)
 		return 0;
 	DIR *d = opendir("/proc");
-	for (struct dirent *de; d && (de = readdir(d));) {
+	for (struct dirent *de; d && (de = readdir(d)) && n < MAX_PROCS;) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == sb->init_pid)
+		if (*end || pid <= 0)
 			continue;
-		if (pidns_of((pid_t)pid) == sb->pidns && kill((pid_t)pid, sig) == 0)
-			count++;
+		pids[n] = (pid_t)pid;
+		parents[n] = parent_of((pid_t)pid);
+		in_tree[n] = 0;
+		n++;
 	}
 	if (d)
 		closedir(d);
+	/* Grow the tree until no process joins it (depth-independent). */
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (in_tree[i])
+				continue;
+			bool child = parents[i] == sb->init_pid;
+			for (size_t j = 0; !child && j < n; j++)
+				child = in_tree[j] && parents[i] == pids[j];
+			if (child) {
+				in_tree[i] = 1;
+				grew = true;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (in_tree[i] && kill(pids[i], sig) == 0)
+			count++;
 	return count;
 }
 

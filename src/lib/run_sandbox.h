@@ -1,7 +1,7 @@
 /* run_sandbox.h — one sandbox under supervision: started through sbx-launch
  * (which execs bwrap in place, so our child is bwrap), its pid namespace
  * learned from bwrap's info fd, and stopped for good: SIGTERM to every
- * process in that namespace, a grace, then SIGKILL of bwrap and the
+ * process below its pid 1, a grace, then SIGKILL of bwrap and the
  * sandbox's pid 1, which takes the whole namespace down with it (a
  * setsid() and double-fork inside cannot escape that). */
 #ifndef SBX_RUN_SANDBOX_H
@@ -31,7 +31,8 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_f
 		      struct sbx_sandbox *sb, struct sbx_error *e);
 /* Reads bwrap's info fd when it is readable; true once pid 1 is known. */
 bool sbx_sandbox_read_info(struct sbx_sandbox *sb);
-/* SIGTERM (or sig) to every process in the sandbox's pid namespace but pid 1. */
+/* sig to every process below the sandbox's pid 1 (its whole namespace but
+ * pid 1 itself, found by descent, which needs no ptrace right). */
 int sbx_sandbox_signal_all(const struct sbx_sandbox *sb, int sig);
 /* SIGKILL to bwrap and the sandbox's pid 1: the namespace goes with them. */
 void sbx_sandbox_kill(const struct sbx_sandbox *sb);

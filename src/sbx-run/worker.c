@@ -195,6 +195,7 @@ static int on_message(json_t *m, const char *type, void *arg)
 		return 0;
 	}
 	if (!strcmp(type, "result") || !strcmp(type, "error")) {
+		worker_tick(r, true); /* the last progress goes before the end */
 		json_t **slot = !strcmp(type, "result") ? &w->result : &w->error;
 		*slot = json_deep_copy(m);
 		json_object_del(*slot, "type");

@@ -1,0 +1,207 @@
+#!/usr/bin/env bats
+# The supervisor/worker contract: a cooperative worker's reports end in a
+# stream `sbx-run verify` accepts, with outputs and media hashed; hostile
+# workers end as sandbox-violation or resource-exhausted with the
+# supervisor alive and the caps honoured; the signing key stays outside.
+
+load launch_helpers
+
+setup() {
+    launch_setup
+    STATE="$WORK/state"
+    cp "$SBX_BIN/sbx-report" "$WS/"
+    KEY="$WORK/key"
+    printf 'KEYMARKER-%s' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$KEY"
+    chmod 600 "$KEY"
+}
+
+teardown() {
+    launch_teardown
+}
+
+request() {
+    jq -cn --arg id "$1" --arg code "$2" --arg ws "$WS" --argjson extra "${3:-{\}}" \
+        '{executionId: $id, language: "shell", code: $code, workspace: $ws} + $extra'
+}
+
+# worker_run ID CODE [EXTRA-JSON] [SBX-RUN-OPTION...]: events in $WORK/ID.jsonl
+worker_run() {
+    local id=$1 code=$2 extra=${3:-"{}"}
+    shift 3 2>/dev/null || shift $#
+    run --separate-stderr sbx-run --state-dir "$STATE" --signing-key-file "$KEY" "$@" - <<<"$(request "$id" "$code" "$extra")"
+    printf '%s\n' "$output" > "$WORK/$id.jsonl"
+    result=$(jq -c 'select(.event == "finished") | .result' "$WORK/$id.jsonl")
+}
+r() { jq -r "$1" <<<"$result"; }
+
+@test "a cooperative worker: progress, metrics, params, tags, log, checkpoint, media, outputs, result" {
+    code='R=/workspace/sbx-report
+$R state running
+for i in 1 2 3; do $R progress "0.$i"; done
+$R metric loss 0.25 --step 1 --unit nats
+$R params lr=0.01 epochs=3 fast=true
+$R tags model=tiny
+$R log info "training done"
+printf ckpt > /scratch/checkpoints/step1
+$R checkpoint step1 --step 1
+printf PNGDATA > /scratch/media/plot.png
+$R media plot.png --kind image --caption "the loss"
+mkdir -p /scratch/outputs/sub
+printf answer > /scratch/outputs/answer.txt
+head -c 100000 /dev/urandom > /scratch/outputs/sub/blob.bin
+$R result "{\"accuracy\":0.9}"'
+    worker_run w1 "$code"
+    assert_success
+    run sbx-run verify --key-file "$KEY" "$WORK/w1.jsonl"
+    assert_success
+    [ "$(jq_out .ok)" = true ]
+    events=$(jq -r .event "$WORK/w1.jsonl" | tr '\n' ' ')
+    [[ "$events" == "mode started worker.state worker.progress "* ]]
+    [[ "$events" == *"worker.metric worker.params worker.tags worker.user_log worker.checkpoint worker.media"*"worker.result finished " ]]
+    [ "$(r .worker.result.summary.accuracy)" = 0.9 ]
+    [ "$(r .worker.messages)" = 11 ]
+    jq -se 'map(select(.event == "worker.params"))[0].params == {"lr":0.01,"epochs":3,"fast":true}' "$WORK/w1.jsonl"
+    # Every output and media item is hashed as it was: compare with the files.
+    scratch="$STATE/w1/scratch"
+    for f in answer.txt sub/blob.bin; do
+        want="sha256:$(sha256sum "$scratch/outputs/$f" | cut -d' ' -f1)"
+        [ "$(r ".outputs.files[] | select(.path == \"$f\") | .digest")" = "$want" ]
+    done
+    [ "$(r .outputs.complete)" = true ]
+    [ "$(r '.worker.media[0].digest')" = "sha256:$(printf PNGDATA | sha256sum | cut -d' ' -f1)" ]
+    [ "$(r '.worker.media[0].caption')" = "the loss" ]
+}
+
+@test "progress is coalesced: at most one event per interval, the latest value last" {
+    worker_run p1 'for i in $(seq 1 40); do /workspace/sbx-report progress "0.$(printf %02d $i)"; done; /workspace/sbx-report progress 1' \
+        '{"caps":{"progressIntervalMs":60000}}'
+    assert_success
+    [ "$(jq -c 'select(.event == "worker.progress") | .progress' "$WORK/p1.jsonl" | tr '\n' ' ')" = "0.01 1 " ]
+}
+
+@test "verify rejects a changed byte, a dropped line and two swapped lines" {
+    worker_run v1 '/workspace/sbx-report state a; /workspace/sbx-report state b; /workspace/sbx-report state c'
+    assert_success
+    f="$WORK/v1.jsonl"
+    sed '3s/"state":"a"/"state":"A"/' "$f" > "$WORK/changed"
+    sed '3d' "$f" > "$WORK/dropped"
+    awk 'NR == 3 { held = $0; next } NR == 4 { print; print held; next } { print }' "$f" > "$WORK/swapped"
+    run sbx-run verify --key-file "$KEY" "$WORK/changed"
+    assert_failure 9
+    [ "$(jq_out .line)" = 3 ]
+    [[ "$(jq_out .reason)" == "MAC mismatch"* ]]
+    run sbx-run verify --key-file "$KEY" "$WORK/dropped"
+    assert_failure 9
+    [ "$(jq_out .line)" = 3 ]
+    [[ "$(jq_out .reason)" == "sequence gap"* ]]
+    run sbx-run verify --key-file "$KEY" "$WORK/swapped"
+    assert_failure 9
+    [ "$(jq_out .line)" = 3 ]
+    printf 'KEYMARKER-another-key-entirely' > "$WORK/other"; chmod 600 "$WORK/other"
+    run sbx-run verify --key-file "$WORK/other" "$f"
+    assert_failure 9
+    [ "$(jq_out .line)" = 1 ]
+}
+
+@test "garbage on the channel is a sandbox violation; the supervisor survives to report it" {
+    worker_run g1 'python3 -c "import os; os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), b\"\\x00\\x00\\x00\\x05hello\"); import time; time.sleep(30)"'
+    assert_failure 8
+    [ "$(r .failureClass)" = sandbox-violation ]
+    [[ "$(r .error)" == *"not valid JSON"* ]]
+    run sbx-run verify --key-file "$KEY" "$WORK/g1.jsonl"
+    assert_success
+}
+
+@test "a 2 GiB frame length is refused before anything is allocated" {
+    worker_run g2 'python3 -c "import os; os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), b\"\\x80\\x00\\x00\\x00\" + b\"x\" * 65536); import time; time.sleep(30)"'
+    assert_failure 8
+    [[ "$(r .error)" == *"2147483648 bytes, over the 1048576 byte maximum"* ]]
+    [ "$(r .supervisorMaxRssKiB)" -lt 65536 ]
+}
+
+@test "a frame flood hits caps.events and ends as resource-exhausted" {
+    worker_run f1 'python3 -c "
+import os, json, struct
+fd = int(os.environ[\"SBX_CHANNEL_FD\"])
+m = json.dumps({\"type\": \"state\", \"state\": \"x\"}).encode()
+for i in range(100000):
+    os.write(fd, struct.pack(\">I\", len(m)) + m)
+"; sleep 30' '{"caps":{"events":50}}'
+    assert_failure 6
+    [ "$(r .failureClass)" = resource-exhausted ]
+    [[ "$(r .error)" == *"caps.events"* ]]
+    [ "$(jq -c 'select(.event == "worker.state")' "$WORK/f1.jsonl" | wc -l)" -le 50 ]
+}
+
+@test "a symlinked media file (to /etc/shadow) and media outside scratch are violations" {
+    worker_run m1 'ln -s /etc/shadow /scratch/media/secret.png; /workspace/sbx-report media secret.png; sleep 30'
+    assert_failure 8
+    [[ "$(r .error)" == *"secret.png: not a file inside scratch"* ]]
+    [ "$(jq -c 'select(.event == "worker.media")' "$WORK/m1.jsonl" | wc -l)" -eq 0 ]
+    worker_run m2 'python3 -c "
+import os, json, struct
+m = json.dumps({\"type\": \"media\", \"path\": \"../../etc/passwd\"}).encode()
+os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", len(m)) + m)
+"; sleep 30'
+    assert_failure 8
+    [[ "$(r .error)" == *"relative path inside its scratch folder"* ]]
+}
+
+@test "a message after the terminal result is a violation" {
+    worker_run t1 '/workspace/sbx-report result; /workspace/sbx-report state late; sleep 30'
+    assert_failure 8
+    [[ "$(r .error)" == *"after the terminal"* ]]
+}
+
+@test "advisory caps drop tracking messages with one warning, the run goes on" {
+    worker_run a1 'for i in $(seq 1 20); do /workspace/sbx-report metric m $i; done; echo done' '{"caps":{"trackingMessages":5}}'
+    assert_success
+    [ "$(r .stdout)" = done ]
+    [ "$(jq -c 'select(.event == "worker.metric")' "$WORK/a1.jsonl" | wc -l)" -eq 5 ]
+    [ "$(jq -c 'select(.event == "warning" and .code == "cap-reached")' "$WORK/a1.jsonl" | wc -l)" -eq 1 ]
+    [ "$(r .worker.trackingDropped)" = true ]
+}
+
+@test "the signing key passed on a descriptor is nowhere the workload can read" {
+    code='for f in /proc/*/fd/* /proc/*/environ /proc/*/cmdline; do [ -f "$f" ] && cat "$f" 2>/dev/null; done | grep -ac "KEY[M]ARKER" || true
+ls /proc/self/fd | tr "\n" " "'
+    run --separate-stderr sbx-run --state-dir "$STATE" --signing-key-fd 7 - 7<"$KEY" <<<"$(request k1 "$code")"
+    assert_success
+    result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
+    [ "$(r .stdout | head -n1)" = 0 ]
+    # 0-2, the channel (5) and the fd ls holds open: no key descriptor.
+    [ "$(r .stdout | tail -n1)" = "0 1 2 3 5 " ]
+    printf '%s\n' "$output" > "$WORK/k1.jsonl"
+    run sbx-run verify --key-file "$KEY" "$WORK/k1.jsonl"
+    assert_success
+}
+
+@test "at the deadline (minus the reserve) the worker gets SIGTERM and can flush a checkpoint" {
+    code='trap "printf flushed > /scratch/checkpoints/last; /workspace/sbx-report checkpoint last; printf partial > /scratch/outputs/partial.txt; exit 0" TERM
+while :; do sleep 0.05; done'
+    worker_run d1 "$code" '{"timeoutMs":1000}' --grace-ms 3000 --deadline-reserve-ms 300
+    assert_failure 7
+    [ "$(r .failureClass)" = timeout ]
+    jq -se 'map(select(.event == "worker.checkpoint"))[0].path == "last"' "$WORK/d1.jsonl"
+    [ "$(r '.outputs.files[0].path')" = partial.txt ]
+}
+
+@test "the first event says whether this is dev mode" {
+    worker_run dm 'true'
+    assert_success
+    want=false
+    [ "$(id -u)" -eq 0 ] || want=true
+    [ "$(jq -r 'select(.event == "mode") | .devMode' "$WORK/dm.jsonl")" = "$want" ]
+    [ "$(head -n1 "$WORK/dm.jsonl" | jq -r .event)" = mode ]
+}
+
+@test "sbx-report refuses what the supervisor would refuse, and needs the channel" {
+    run --separate-stderr env SBX_CHANNEL_FD=1 "$SBX_BIN/sbx-report" progress 2
+    assert_failure 2
+    [[ "$stderr" == *"from 0 to 1"* ]]
+    run --separate-stderr env -u SBX_CHANNEL_FD "$SBX_BIN/sbx-report" state x
+    assert_failure 2
+    [[ "$stderr" == *"SBX_CHANNEL_FD is not set"* ]]
+    run --separate-stderr env SBX_CHANNEL_FD=1 "$SBX_BIN/sbx-report" media ../x
+    assert_failure 2
+}
