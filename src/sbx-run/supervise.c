@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -151,9 +152,18 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		}
 		if (!exited && !grace_end && now >= next_quota) {
 			next_quota = now + SBX_QUOTA_INTERVAL_MS;
+			uint64_t scratch_bytes;
 			if (sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
 				r->quota_hit = true;
 				stop(r, true, &grace_end); /* no grace: every ms writes more */
+			} else if (r->worker.scratch[0] &&
+				   sbx_quota_exceeded(r->worker.scratch, r->req.caps.scratch_bytes, &scratch_bytes)) {
+				r->exhausted = true;
+				r->worker.outcome = WORKER_EXHAUSTED;
+				snprintf(r->worker.why, sizeof(r->worker.why),
+					 "scratch holds %llu bytes, more than caps.scratchBytes (%llu)",
+					 (unsigned long long)scratch_bytes, (unsigned long long)r->req.caps.scratch_bytes);
+				stop(r, true, &grace_end);
 			}
 		}
 	}

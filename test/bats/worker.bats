@@ -147,6 +147,12 @@ os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", len(m)) + m)
     [[ "$(r .error)" == *"relative path inside its scratch folder"* ]]
 }
 
+@test "scratch over caps.scratchBytes ends the run as resource-exhausted" {
+    worker_run s1 'dd if=/dev/zero of=/scratch/outputs/big bs=64k count=1000 2>/dev/null; sleep 30' '{"caps":{"scratchBytes":1000000}}'
+    assert_failure 6
+    [[ "$(r .error)" == *"more than caps.scratchBytes (1000000)"* ]]
+}
+
 @test "a message after the terminal result is a violation" {
     worker_run t1 '/workspace/sbx-report result; /workspace/sbx-report state late; sleep 30'
     assert_failure 8
