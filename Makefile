@@ -24,6 +24,11 @@ endif
 LIB_SRC  := $(wildcard src/lib/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=build/%.o)
 PROGRAMS := $(patsubst src/%/main.c,bin/%,$(wildcard src/sbx-*/main.c))
+# Programs that run inside sandboxes are built from the plain flags even
+# under SAN=1: LeakSanitizer needs ptrace, which the seccomp filter refuses.
+IN_SANDBOX := bin/sbx-report
+REPORT_SRC := src/sbx-report/main.c $(addprefix src/lib/,channel.c channel_schema.c json.c cli.c \
+              diag.c error.c exitcodes.c io.c)
 UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
@@ -63,7 +68,11 @@ bin/$(1): $(patsubst src/%.c,build/%.o,$(wildcard src/$(1)/*.c)) build/libsbx.a
 	@mkdir -p bin
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef
-$(foreach p,$(PROGRAMS:bin/%=%),$(eval $(call program_rule,$(p))))
+$(foreach p,$(filter-out $(IN_SANDBOX),$(PROGRAMS)),$(eval $(call program_rule,$(p:bin/%=%))))
+
+bin/sbx-report: $(REPORT_SRC) build/flags
+	@mkdir -p bin
+	$(CC) $(PLAIN_CFLAGS) -Wl,--as-needed -o $@ $(REPORT_SRC) -ljansson
 
 bin/test/%: test/unit/%.c build/libsbx.a build/flags
 	@mkdir -p bin/test
