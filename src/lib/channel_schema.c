@@ -3,6 +3,7 @@
  * kind, and the value checks a supervisor relies on. */
 #include "channel.h"
 #include "json.h"
+#include "path.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -51,22 +52,6 @@ static int fail(char *why, size_t size, const char *fmt, const char *a)
 {
 	snprintf(why, size, fmt, a);
 	return -1;
-}
-
-/* Relative path below a scratch folder: no '/', '.', '..' escapes. */
-static bool plain_relative(const char *p)
-{
-	if (!*p || *p == '/' || strlen(p) > 1024)
-		return false;
-	for (const char *s = p; *s;) {
-		size_t n = strcspn(s, "/");
-		if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-			return false;
-		s += n;
-		if (*s == '/' && !*++s)
-			return false;
-	}
-	return true;
 }
 
 static bool scalar_map(const json_t *o, bool strings_only)
@@ -143,7 +128,8 @@ int sbx_channel_check(const json_t *m, const char **type, char *why, size_t size
 		if (!log_levels[l])
 			return fail(why, size, "%s", "user_log.level: debug, info, warning or error");
 	} else if (!strcmp(t, "checkpoint") || !strcmp(t, "media")) {
-		if (!plain_relative(json_string_value(json_object_get(m, "path"))))
+		const char *path = json_string_value(json_object_get(m, "path"));
+		if (strlen(path) > 1024 || !sbx_path_plain_relative(path))
 			return fail(why, size, "%s.path: a relative path inside its scratch folder", t);
 	}
 	return schemas[i].terminal ? 1 : 0;

@@ -107,23 +107,6 @@ static int place_workspace(struct sbx_launch_spec *s)
 	return s->ws_mount && (!s->ro_parent || s->parent_mount) ? 0 : -1;
 }
 
-/* No empty, "." or ".." segment: the path means what it says. */
-static int plain_segments(const char *path)
-{
-	for (const char *p = path; *p;) {
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-			return 0;
-		if (n == 0 && p != path)
-			return 0;
-		p += n + (slash ? 1 : 0);
-		if (slash && !*p)
-			return 0; /* trailing slash */
-	}
-	return 1;
-}
-
 static int parse_cwd(const json_t *cwd, struct sbx_launch_spec *s, struct sbx_error *e)
 {
 	const char *want = json_is_string(cwd) ? json_string_value(cwd) : NULL;
@@ -136,7 +119,8 @@ static int parse_cwd(const json_t *cwd, struct sbx_launch_spec *s, struct sbx_er
 	}
 	if (!want)
 		want = s->ws_mount;
-	if (want[0] != '/' || !plain_segments(want))
+	/* No empty, "." or ".." segment: the path means what it says. */
+	if (want[0] != '/' || !sbx_path_plain_relative(want + 1))
 		return bad(e, "bad-path", "cwd", "must be an absolute sandbox path without '.', '..' or empty segments");
 	if (!sbx_path_is_within(s->ws_mount, want)) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "cwd: %.300s is not inside the workspace (%s)",

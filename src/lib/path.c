@@ -44,3 +44,18 @@ char *sbx_path_resolve_within(const char *root, const char *path, const char *wh
 	free(real_root);
 	return real;
 }
+
+bool sbx_path_plain_relative(const char *p)
+{
+	if (!*p || *p == '/')
+		return false;
+	for (const char *s = p; *s;) {
+		size_t n = strcspn(s, "/");
+		if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return false;
+		s += n;
+		if (*s == '/' && !*++s)
+			return false;
+	}
+	return true;
+}

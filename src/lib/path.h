@@ -11,6 +11,10 @@
  * component boundary ("/a/bc" is not inside "/a/b"). Pure string logic. */
 bool sbx_path_is_within(const char *root, const char *inner);
 
+/* A relative path with no empty, "." or ".." segment and no trailing
+ * slash: it cannot climb out of whatever directory it is taken below. */
+bool sbx_path_plain_relative(const char *p);
+
 /* Resolves both with realpath(3) and checks containment. On success
  * returns the resolved path (free() it); otherwise NULL and an error that
  * names `what` (the field). A missing path or an escape is an error. */

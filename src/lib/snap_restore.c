@@ -5,6 +5,7 @@
 #include "exitcodes.h"
 #include "io.h"
 #include "json.h"
+#include "path.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,22 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Relative, no empty, "." or ".." segment. */
-static bool safe_path(const char *p)
-{
-	if (!*p || *p == '/')
-		return false;
-	for (const char *s = p; *s;) {
-		size_t n = strcspn(s, "/");
-		if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-			return false;
-		s += n;
-		if (*s == '/' && !*++s)
-			return false;
-	}
-	return true;
-}
 
 /* Opens the directory holding path below rootfd, one component at a time,
  * refusing symlinks; *name points at the last component. */
@@ -99,7 +84,7 @@ static int restore_entry(const char *store, int rootfd, const json_t *row, struc
 	int rc = -1;
 
 	snprintf(path, sizeof(path), "%s", sbx_json_string_or(row, "path", ""));
-	if (!safe_path(path)) {
+	if (!sbx_path_plain_relative(path)) {
 		sbx_error_set(e, SBX_EXIT_INTEGRITY, "bad-manifest", "unsafe path '%.200s' in the manifest", path);
 		return -1;
 	}
