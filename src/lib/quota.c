@@ -149,10 +149,12 @@ int sbx_quota_usage(const char *root, struct sbx_usage *u, struct sbx_error *e)
 
 	memset(u, 0, sizeof(*u));
 	u->errors = json_array();
-	int fd = w ? sbx_open_walk_root(root, &st, e) : -1;
+	if (!w) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
+		return -1;
+	}
+	int fd = sbx_open_walk_root(root, &st, e);
 	if (fd < 0) {
-		if (!w)
-			sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
 		free(w);
 		return -1;
 	}

@@ -127,10 +127,12 @@ int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
-	int fd = w ? sbx_open_walk_root(root, &st, e) : -1;
+	if (!w) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
+		return -1;
+	}
+	int fd = sbx_open_walk_root(root, &st, e);
 	if (fd < 0) {
-		if (!w)
-			sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
 		free(w);
 		return -1;
 	}
