@@ -85,7 +85,7 @@ bin/test/try-syscall: test/fixtures/try-syscall.c build/flags
 
 build/man/%: man/%.scd
 	@mkdir -p build/man
-	scdoc < $< > $@
+	scdoc < $< > $@.tmp && mv $@.tmp $@
 
 check: deps
 	@$(MAKE) --no-print-directory all $(UNITS)
