@@ -74,7 +74,7 @@ bin/sbx-report: $(REPORT_SRC) build/flags
 	@mkdir -p bin
 	$(CC) $(PLAIN_CFLAGS) -Wl,--as-needed -o $@ $(REPORT_SRC) -ljansson
 
-bin/test/%: test/unit/%.c build/libsbx.a build/flags
+bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags
 	@mkdir -p bin/test
 	$(CC) $(CFLAGS) -Isrc/lib $(LDFLAGS) -o $@ $< build/libsbx.a $(LDLIBS) -lcmocka
 

@@ -20,22 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char dir[64];
-
-static int make_dir(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sbx-seccomp-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int remove_dir(void **state)
-{
-	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "tmpdir.h"
 
 /* The filter's text as libseccomp prints it (PFC). */
 static char *pfc(scmp_filter_ctx ctx)
