@@ -82,7 +82,8 @@ int sbx_egress_parse_entry(const char *text, struct sbx_egress_entry *out, char 
 			return say(why, size, "'%.80s': lower-case A-labels only", text);
 	if (!valid_name(host, false))
 		return say(why, size, "'%.80s': not a domain name of two or more LDH labels (63 each, 253 in all)", text);
-	snprintf(out->host, sizeof(out->host), "%s", host);
+	if (snprintf(out->host, sizeof(out->host), "%s", host) >= (int)sizeof(out->host))
+		return say(why, size, "'%.80s': longer than 253 bytes", text);
 	return 0;
 }
 
@@ -220,7 +221,10 @@ int sbx_egress_parse_authority(const char *text, int default_port, struct sbx_eg
 		say(why, size, "%s", "not a host name of LDH labels");
 		return 400;
 	}
-	snprintf(t->host, sizeof(t->host), "%s", buf);
+	if (snprintf(t->host, sizeof(t->host), "%s", buf) >= (int)sizeof(t->host)) {
+		say(why, size, "%s", "a host name longer than 253 bytes");
+		return 400;
+	}
 	return 0;
 }
 
