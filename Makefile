@@ -15,7 +15,7 @@ LDFLAGS  += -Wl,--as-needed
 LDLIBS   := -ljansson -lseccomp -lcrypto -lcap-ng
 # try-syscall probes raw syscalls: sanitizer interceptors would change what it
 # calls, so it is always built from the plain flags.
-PLAIN_CFLAGS := $(CFLAGS)
+PLAIN_CFLAGS := $(filter-out -MMD -MP,$(CFLAGS))
 ifeq ($(SAN),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
