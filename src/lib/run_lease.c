@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 int sbx_lease_take(const char *state_dir, const char *workspace, void (*on_wait)(void *), void *arg,
-		   bool *queued, struct sbx_error *e)
+		   bool (*cancelled)(void), bool *queued, struct sbx_error *e)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	struct stat st;
@@ -39,6 +39,11 @@ int sbx_lease_take(const char *state_dir, const char *workspace, void (*on_wait)
 	if (on_wait)
 		on_wait(arg);
 	while (flock(fd, LOCK_EX) != 0) {
+		if (errno == EINTR && cancelled && cancelled()) {
+			sbx_error_set(e, SBX_EXIT_CANCELLED, "cancelled", "cancelled while waiting for the workspace lease");
+			close(fd);
+			return -1;
+		}
 		if (errno != EINTR) {
 			sbx_error_set(e, SBX_EXIT_INTERNAL, "lease-failed", "%s: flock: %s", path, strerror(errno));
 			close(fd);

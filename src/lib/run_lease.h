@@ -9,8 +9,10 @@
 #include <stdbool.h>
 
 /* Takes the lease on workspace (a realpath). *queued is set when another
- * holder had it and this call waited (on_wait runs once, before waiting). */
+ * holder had it and this call waited (on_wait runs once, before waiting).
+ * A signal that interrupts the wait and makes cancelled() true ends it:
+ * -1 with the error code "cancelled". */
 int sbx_lease_take(const char *state_dir, const char *workspace, void (*on_wait)(void *), void *arg,
-		   bool *queued, struct sbx_error *e);
+		   bool (*cancelled)(void), bool *queued, struct sbx_error *e);
 
 #endif

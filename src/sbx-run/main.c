@@ -180,10 +180,35 @@ static json_t *provenance(struct run *r, struct sbx_error *e)
 	return out;
 }
 
+static volatile sig_atomic_t cancel_requested;
+
+static void note_cancel(int sig)
+{
+	(void)sig;
+	cancel_requested = 1;
+}
+
+static bool was_cancelled(void)
+{
+	return cancel_requested != 0;
+}
+
+/* While queued, SIGTERM, SIGINT and SIGHUP interrupt the lease wait (no
+ * SA_RESTART); once running they are read from the signalfd again. */
 static void on_queued(void *arg)
 {
 	struct run *r = arg;
+	struct sigaction sa = { .sa_handler = note_cancel };
+	sigset_t mask;
 	run_event("queued", r, json_pack("{s:s}", "workspace", r->req.workspace));
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigprocmask(SIG_UNBLOCK, &mask, NULL);
 }
 
 /* Ends the run with a failure that happened before or around the sandbox. */
@@ -201,8 +226,24 @@ static int execute(struct run *r, struct sbx_error *e)
 	bool queued;
 	char message[512];
 
-	if ((r->lease_fd = sbx_lease_take(r->state_dir, r->req.workspace, on_queued, r, &queued, e)) < 0)
+	r->lease_fd = sbx_lease_take(r->state_dir, r->req.workspace, on_queued, r, was_cancelled, &queued, e);
+	if (queued) {
+		sigset_t mask;
+		sigemptyset(&mask);
+		sigaddset(&mask, SIGTERM);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGHUP);
+		sigprocmask(SIG_BLOCK, &mask, NULL);
+		if (r->lease_fd >= 0 && was_cancelled()) {
+			sbx_error_set(e, SBX_EXIT_CANCELLED, "cancelled", "cancelled while waiting for the workspace lease");
+			r->cancelled = true;
+			return fail(r, e);
+		}
+	}
+	if (r->lease_fd < 0) {
+		r->cancelled = e->exit_code == SBX_EXIT_CANCELLED;
 		return fail(r, e);
+	}
 	r->started_at_ms = run_now_ms();
 	if (sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
 		sbx_quota_message(false, r->req.max_workspace_bytes, message, sizeof(message));

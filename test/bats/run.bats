@@ -211,6 +211,24 @@ r() { jq -r "$1" <<<"$result"; }
     assert_failure 2
 }
 
+@test "cancel while queued for the lease ends the waiting run at once" {
+    sbx-run --state-dir "$STATE" - > /dev/null <<<"$(request h1 shell 'touch /workspace/holding; sleep 914')" &
+    holder=$!
+    for _ in $(seq 1 500); do [ -e "$WS/holding" ] && break; read -rt 0.01 <> <(:) || true; done
+    sbx-run --state-dir "$STATE" - > "$WORK/w.out" <<<"$(request h2 shell 'echo ran')" &
+    waiter=$!
+    for _ in $(seq 1 500); do grep -q '"queued"' "$WORK/w.out" 2>/dev/null && break; read -rt 0.01 <> <(:) || true; done
+    grep -q '"queued"' "$WORK/w.out"
+    run sbx-run cancel "$STATE/h2"
+    assert_success
+    wait "$waiter" || status=$?
+    [ "${status:-0}" -eq 10 ]
+    [ "$(jq -r 'select(.event == "finished") | .result | .failureClass + " " + (.stdout)' "$WORK/w.out")" = "cancelled " ]
+    kill -TERM "$holder"
+    wait "$holder" || true
+    ! pgrep -f "sleep 914"
+}
+
 @test "kill -9 of sbx-run mid-run: the sandbox dies, the lease is free, no partial result" {
     sbx-run --state-dir "$STATE" - > /dev/null <<<"$(request k1 shell 'touch /workspace/running; sleep 913')" &
     pid=$!
