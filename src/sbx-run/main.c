@@ -180,6 +180,17 @@ static json_t *provenance(struct run *r, struct sbx_error *e)
 	return out;
 }
 
+/* The signals that stop a run: SIGTERM, SIGINT, SIGHUP. */
+static sigset_t stop_signals(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	return mask;
+}
+
 static volatile sig_atomic_t cancel_requested;
 
 static void note_cancel(int sig)
@@ -199,12 +210,8 @@ static void on_queued(void *arg)
 {
 	struct run *r = arg;
 	struct sigaction sa = { .sa_handler = note_cancel };
-	sigset_t mask;
+	sigset_t mask = stop_signals();
 	run_event("queued", r, json_pack("{s:s}", "workspace", r->req.workspace));
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -228,11 +235,7 @@ static int execute(struct run *r, struct sbx_error *e)
 
 	r->lease_fd = sbx_lease_take(r->state_dir, r->req.workspace, on_queued, r, was_cancelled, &queued, e);
 	if (queued) {
-		sigset_t mask;
-		sigemptyset(&mask);
-		sigaddset(&mask, SIGTERM);
-		sigaddset(&mask, SIGINT);
-		sigaddset(&mask, SIGHUP);
+		sigset_t mask = stop_signals();
 		sigprocmask(SIG_BLOCK, &mask, NULL);
 		if (r->lease_fd >= 0 && was_cancelled()) {
 			sbx_error_set(e, SBX_EXIT_CANCELLED, "cancelled", "cancelled while waiting for the workspace lease");
@@ -432,11 +435,7 @@ int main(int argc, char **argv)
 					      "namespace; dev mode is never a security boundary between supervisor and workload"));
 	else
 		run_event("mode", r, json_pack("{s:b}", "devMode", 0));
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
+	sigset_t mask = stop_signals();
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	r->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
