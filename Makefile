@@ -26,7 +26,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=build/%.o)
 PROGRAMS := $(patsubst src/%/main.c,bin/%,$(wildcard src/sbx-*/main.c))
 # Programs that run inside sandboxes are built from the plain flags even
 # under SAN=1: LeakSanitizer needs ptrace, which the seccomp filter refuses.
-IN_SANDBOX := bin/sbx-report
+IN_SANDBOX := bin/sbx-report bin/sbx-egress-bridge
 REPORT_SRC := src/sbx-report/main.c $(addprefix src/lib/,channel.c channel_schema.c json.c cli.c \
               diag.c error.c exitcodes.c io.c path.c)
 UNIT_SRC := $(wildcard test/unit/test_*.c)
@@ -73,6 +73,12 @@ $(foreach p,$(filter-out $(IN_SANDBOX),$(PROGRAMS)),$(eval $(call program_rule,$
 bin/sbx-report: $(REPORT_SRC) build/flags
 	@mkdir -p bin
 	$(CC) $(PLAIN_CFLAGS) -Wl,--as-needed -o $@ $(REPORT_SRC) -ljansson
+
+# The egress bridge is bound into sandboxes that may hold no libraries at all.
+BRIDGE_SRC := src/sbx-egress-bridge/main.c src/lib/relay.c
+bin/sbx-egress-bridge: $(BRIDGE_SRC) src/lib/relay.h build/flags
+	@mkdir -p bin
+	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(BRIDGE_SRC) -lpthread
 
 bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags
 	@mkdir -p bin/test

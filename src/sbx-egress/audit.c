@@ -1,0 +1,46 @@
+/* audit.c — the gateway's audit log: one JSON line per decision, written
+ * whole with one append so concurrent tunnels never interleave. */
+#include "egress.h"
+#include "../lib/json.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void utc_now(char *out, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, size - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+void audit_write(struct gateway *g, const struct audit *a)
+{
+	if (g->log_fd < 0)
+		return;
+	char now[40];
+	utc_now(now, sizeof(now));
+	json_t *line = json_pack("{s:s,s:s,s:o,s:o,s:i,s:s?,s:s,s:i,s:o,s:I,s:I,s:I}", "time", now, "revision",
+				 g->policy.revision, "method", sbx_json_string_lossy(a->method), "host",
+				 sbx_json_string_lossy(a->host), "port", a->port, "address",
+				 *a->address ? a->address : NULL, "decision", a->decision, "status", a->status, "reason",
+				 sbx_json_string_lossy(a->reason), "bytesUp", (json_int_t)a->up, "bytesDown",
+				 (json_int_t)a->down, "durationMs", (json_int_t)(sbx_monotonic_ms() - a->started_ms));
+	char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+	json_decref(line);
+	if (!text)
+		return;
+	size_t n = strlen(text);
+	text[n] = '\n'; /* overwrites the terminator: written by length below */
+	pthread_mutex_lock(&g->log_lock);
+	ssize_t w = write(g->log_fd, text, n + 1);
+	pthread_mutex_unlock(&g->log_lock);
+	(void)w;
+	free(text);
+}

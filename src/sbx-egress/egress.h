@@ -1,0 +1,92 @@
+/* egress.h — what sbx-egress's files share: the --resolve overrides, the
+ * upstream route, the gateway's configuration and its per-connection work. */
+#ifndef SBX_EGRESS_H
+#define SBX_EGRESS_H
+
+#include "../lib/egress_policy.h"
+#include "../lib/relay.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MAX_OVERRIDES 64
+#define MAX_ANSWERS 8
+
+/* --resolve NAME:PORT:ADDR[,ADDR]...: the k-th lookup of NAME:PORT gets the
+ * k-th address (the last one repeats); several entries for one NAME:PORT
+ * each contribute an address to every answer. */
+struct override {
+	char name[254];
+	int port;
+	struct sockaddr_storage answers[MAX_ANSWERS];
+	int n_answers;
+	atomic_int lookups;
+};
+
+struct overrides {
+	struct override v[MAX_OVERRIDES];
+	int n;
+};
+
+void overrides_add(struct overrides *o, const char *spec);
+/* An sbx_egress_resolver: the overrides, DNS only for names they lack. */
+int overrides_resolve(const char *host, int port, struct sockaddr_storage *out, int max, char *why, size_t size,
+		      void *arg);
+
+/* --upstream-proxy URL: an HTTP proxy every allowed connection goes through. */
+struct upstream {
+	char host[256];
+	int port;
+	char authorization[1024]; /* "Basic ..." or "" */
+};
+
+/* Parses http://[user[:password]@]host[:port][/]; the error never repeats
+ * the credentials. */
+int upstream_parse(const char *url, struct upstream *u, char *why, size_t size);
+/* Connects to the proxy; -1 with errno (ETIMEDOUT when out of time). */
+int upstream_connect(const struct upstream *u, const struct overrides *o, int timeout_ms);
+/* CONNECT host:port through the proxy on fd. Bytes the proxy sent after its
+ * 200 are left in extra (*extra_len). 0, or -1 with errno. */
+int upstream_tunnel(int fd, const struct upstream *u, const char *host, int port, int timeout_ms, char *extra,
+		    size_t extra_size, size_t *extra_len);
+
+struct gateway {
+	struct sbx_egress_policy policy;
+	struct overrides resolve;
+	struct upstream proxy;
+	bool via_proxy;
+	int connect_timeout_ms, idle_ms, lifetime_ms;
+	int max_tunnels;
+	uid_t peer_uid;              /* besides root and our own uid; -1: any */
+	atomic_int active;
+	atomic_llong last_activity_ms;
+	int log_fd;                  /* -1: no audit log */
+	pthread_mutex_t log_lock;
+};
+
+/* One audit line: a decision and, once the exchange ends, its byte counts. */
+struct audit {
+	long long started_ms;
+	char method[24];
+	char host[300];
+	int port;
+	char address[64];
+	const char *decision;        /* "allowed", "denied", "malformed", "failed", "busy" */
+	int status;
+	char reason[600];
+	uint64_t up, down;
+};
+
+void audit_write(struct gateway *g, const struct audit *a);
+
+/* Serves one client connection of the gateway's socket, then closes it. */
+void gateway_serve(struct gateway *g, int client);
+
+int gateway_main(int argc, char **argv);
+int check_main(int argc, char **argv);
+int bridge_exec(int argc, char **argv);
+
+#endif

@@ -1,0 +1,287 @@
+/* gateway.c — `sbx-egress gateway`: the policy, the Unix socket (0600,
+ * stale one replaced, removed on exit), the accept loop with a thread per
+ * connection, and the exit when idle and no run holds SOCKET.lock. */
+#include "egress.h"
+#include "../lib/cli.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
+#include "../lib/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define THREAD_STACK (512 * 1024)
+
+struct options {
+	const char *socket_path, *policy_path, *log_path, *proxy_url;
+	long owner_uid, owner_gid;
+	int idle_exit_s, ready_fd;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sbx-egress gateway --socket PATH --policy FILE|- [--resolve NAME:PORT:ADDR[,ADDR]...]...\n"
+		"                          [--upstream-proxy URL] [--log FILE] [--socket-owner UID[:GID]]\n"
+		"                          [--connect-timeout-ms N] [--idle-timeout-ms N] [--tunnel-lifetime-s N]\n"
+		"                          [--max-tunnels N] [--idle-exit-s N] [--ready-fd N]\n"
+		"\n"
+		"Serves the policy's allowlist as an HTTP proxy (CONNECT and absolute form) on a\n"
+		"Unix socket. See sbx-egress(1).\n");
+	sbx_cli_print_exit_codes(out);
+}
+
+static void parse_owner(const char *text, struct options *o)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%s", text);
+	char *colon = strchr(buf, ':');
+	if (colon)
+		*colon = '\0';
+	o->owner_uid = sbx_cli_parse_long("--socket-owner UID", buf, 0, 4294967294L);
+	o->owner_gid = colon ? sbx_cli_parse_long("--socket-owner GID", colon + 1, 0, 4294967294L) : -1;
+}
+
+static void parse_options(int argc, char **argv, struct options *o, struct gateway *g)
+{
+	enum { O_SOCKET = 1, O_POLICY, O_RESOLVE, O_PROXY, O_LOG, O_OWNER, O_CONNECT, O_IDLE, O_LIFE, O_MAX, O_EXIT, O_READY, O_HELP };
+	static const struct option options[] = {
+		{ "socket", required_argument, NULL, O_SOCKET }, { "policy", required_argument, NULL, O_POLICY },
+		{ "resolve", required_argument, NULL, O_RESOLVE }, { "upstream-proxy", required_argument, NULL, O_PROXY },
+		{ "log", required_argument, NULL, O_LOG }, { "socket-owner", required_argument, NULL, O_OWNER },
+		{ "connect-timeout-ms", required_argument, NULL, O_CONNECT },
+		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
+		{ "tunnel-lifetime-s", required_argument, NULL, O_LIFE }, { "max-tunnels", required_argument, NULL, O_MAX },
+		{ "idle-exit-s", required_argument, NULL, O_EXIT }, { "ready-fd", required_argument, NULL, O_READY },
+		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
+	};
+	int c;
+	opterr = 0;
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		switch (c) {
+		case O_SOCKET: o->socket_path = optarg; break;
+		case O_POLICY: o->policy_path = optarg; break;
+		case O_RESOLVE: overrides_add(&g->resolve, optarg); break;
+		case O_PROXY: o->proxy_url = optarg; break;
+		case O_LOG: o->log_path = optarg; break;
+		case O_OWNER: parse_owner(optarg, o); break;
+		case O_CONNECT: g->connect_timeout_ms = (int)sbx_cli_parse_long("--connect-timeout-ms", optarg, 1, 600000); break;
+		case O_IDLE: g->idle_ms = (int)sbx_cli_parse_long("--idle-timeout-ms", optarg, 1, 86400000); break;
+		case O_LIFE: g->lifetime_ms = (int)sbx_cli_parse_long("--tunnel-lifetime-s", optarg, 1, 604800) * 1000; break;
+		case O_MAX: g->max_tunnels = (int)sbx_cli_parse_long("--max-tunnels", optarg, 1, 100000); break;
+		case O_EXIT: o->idle_exit_s = (int)sbx_cli_parse_long("--idle-exit-s", optarg, 1, 86400 * 30); break;
+		case O_READY: o->ready_fd = (int)sbx_cli_parse_long("--ready-fd", optarg, 3, 1 << 20); break;
+		case O_HELP: usage(stdout); exit(SBX_EXIT_OK);
+		default: sbx_cli_bad_option("sbx-egress", argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		sbx_cli_usage_error("sbx-egress", "gateway takes no operands");
+	if (!o->socket_path || !o->policy_path)
+		sbx_cli_usage_error("sbx-egress", "gateway needs --socket PATH and --policy FILE");
+	if (strlen(o->socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		sbx_cli_usage_error("sbx-egress", "--socket: longer than the 107 bytes a Unix socket path may have");
+}
+
+/* Binds the socket 0600 (a stale socket is replaced, anything else kept). */
+static int listen_unix(const struct options *o, struct sbx_error *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", o->socket_path);
+	if (lstat(o->socket_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-socket", "--socket: %s exists and is not a socket", o->socket_path);
+			return -1;
+		}
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (probe >= 0)
+			close(probe);
+		if (live) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "socket-in-use", "--socket: %s: another gateway serves it", o->socket_path);
+			return -1;
+		}
+		unlink(o->socket_path);
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	mode_t old = umask(0177);
+	int rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc == 0 && o->owner_uid >= 0 && chown(o->socket_path, (uid_t)o->owner_uid, (gid_t)o->owner_gid) != 0)
+		rc = -1;
+	if (rc != 0 || listen(fd, 1024) != 0) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "socket", "--socket: %s: %s", o->socket_path, strerror(errno));
+		if (rc == 0)
+			unlink(o->socket_path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct job {
+	struct gateway *g;
+	int fd;
+};
+
+static void *connection_thread(void *arg)
+{
+	struct job *j = arg;
+	struct gateway *g = j->g;
+	gateway_serve(g, j->fd);
+	free(j);
+	atomic_fetch_sub(&g->active, 1);
+	atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
+	return NULL;
+}
+
+/* Only our own uid, root, and the --socket-owner may speak to us. */
+static bool peer_allowed(const struct gateway *g, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid() || (g->peer_uid != (uid_t)-1 && cred.uid == g->peer_uid);
+}
+
+static void accept_one(struct gateway *g, int listener, pthread_attr_t *attr)
+{
+	int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	/* Past the cap a connection still gets its 429; far past it, a close. */
+	if (!peer_allowed(g, fd) || atomic_load(&g->active) > g->max_tunnels + 256) {
+		close(fd);
+		return;
+	}
+	struct job *j = malloc(sizeof(*j));
+	pthread_t t;
+	atomic_fetch_add(&g->active, 1);
+	atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
+	if (!j || (j->g = g, j->fd = fd, pthread_create(&t, attr, connection_thread, j) != 0)) {
+		atomic_fetch_sub(&g->active, 1);
+		free(j);
+		close(fd);
+	}
+}
+
+/* Idle for long enough, and no run holds SOCKET.lock shared: exit, keeping
+ * the lock until the socket is gone so no run sees a dying gateway. */
+static bool idle_exit_now(struct gateway *g, const struct options *o)
+{
+	if (!o->idle_exit_s || atomic_load(&g->active) > 0 ||
+	    sbx_monotonic_ms() - atomic_load(&g->last_activity_ms) < o->idle_exit_s * 1000LL)
+		return false;
+	char lock_path[PATH_MAX];
+	snprintf(lock_path, sizeof(lock_path), "%s.lock", o->socket_path);
+	int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return false;
+	}
+	return true; /* the lock stays held until the process exits */
+}
+
+static void load_policy(struct gateway *g, const struct options *o)
+{
+	struct sbx_error e;
+	json_t *doc = sbx_json_load(o->policy_path, 1u << 20, &e);
+	if (!doc || sbx_egress_policy_parse(doc, &g->policy, &e) != 0)
+		sbx_die(&e);
+	json_decref(doc);
+	if (o->proxy_url) {
+		char why[300];
+		if (upstream_parse(o->proxy_url, &g->proxy, why, sizeof(why)) != 0) {
+			sbx_error_set(&e, SBX_EXIT_USAGE, "bad-proxy", "%s", why);
+			sbx_die(&e);
+		}
+		g->via_proxy = true;
+	}
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int gateway_main(int argc, char **argv)
+{
+	static struct gateway g;
+	struct options o = { .owner_uid = -1, .owner_gid = -1 };
+	struct sbx_error e;
+
+	g.connect_timeout_ms = 10000;
+	g.idle_ms = 300000;
+	g.lifetime_ms = 3600 * 1000;
+	g.max_tunnels = 1024;
+	g.log_fd = -1;
+	pthread_mutex_init(&g.log_lock, NULL);
+	parse_options(argc, argv, &o, &g);
+	g.peer_uid = o.owner_uid >= 0 ? (uid_t)o.owner_uid : (uid_t)-1;
+	load_policy(&g, &o);
+	if (o.log_path && (g.log_fd = open(o.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-log", "--log: %s: %s", o.log_path, strerror(errno));
+		sbx_die(&e);
+	}
+	raise_fd_limit();
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL); /* threads inherit it: only the signalfd sees them */
+	signal(SIGPIPE, SIG_IGN);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int listener = listen_unix(&o, &e);
+	if (listener < 0)
+		sbx_die(&e);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	atomic_store(&g.last_activity_ms, sbx_monotonic_ms());
+	if (o.ready_fd) {
+		static const char ready[] = "ready\n";
+		ssize_t w = write(o.ready_fd, ready, sizeof(ready) - 1);
+		(void)w;
+		close(o.ready_fd);
+	}
+	for (;;) {
+		struct pollfd p[2] = { { .fd = listener, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+		int rc = poll(p, 2, o.idle_exit_s ? 1000 : -1);
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (p[0].revents & POLLIN)
+			accept_one(&g, listener, &attr);
+		if (rc == 0 && idle_exit_now(&g, &o))
+			break;
+	}
+	unlink(o.socket_path);
+	close(listener);
+	return SBX_EXIT_OK;
+}
