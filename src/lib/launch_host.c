@@ -1,6 +1,8 @@
 /* launch_host.c — scanning the host paths a launch binds or masks. */
 #include "launch_host.h"
+#include "exitcodes.h"
 #include "path.h"
+#include "run_sandbox.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -97,4 +99,14 @@ void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h)
 void sbx_launch_host_free(struct sbx_launch_host *h)
 {
 	sbx_strvec_free(&h->masks);
+}
+
+int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e)
+{
+	if (sbx_sibling_program("sbx-egress-bridge", h->egress_bridge, sizeof(h->egress_bridge)) == 0)
+		return 0;
+	h->egress_bridge[0] = '\0';
+	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-egress-bridge",
+		      "network.mode: domain-allowlist needs sbx-egress-bridge installed beside sbx-launch");
+	return -1;
 }

@@ -4,6 +4,7 @@
 #ifndef SBX_LAUNCH_HOST_H
 #define SBX_LAUNCH_HOST_H
 
+#include "error.h"
 #include "strvec.h"
 
 #include <limits.h>
@@ -16,12 +17,18 @@ struct sbx_launch_host {
 	char ca_bundle[PATH_MAX];    /* first CA bundle file, "" none */
 	bool ca_bundle_in_dir;       /* the bundle lies inside ca_dir */
 	struct sbx_strvec masks;     /* resolved host interpreters to hide */
+	char egress_bridge[PATH_MAX]; /* sbx-egress-bridge beside this program, "" none */
 };
+
+/* The port the egress bridge listens on inside the sandbox. */
+#define SBX_EGRESS_PORT "18118"
 
 /* with_masks: also list python, python3, python3.N, R, Rscript in /usr/bin
  * and /usr/local/bin, resolved (never the symlink itself: binding onto a
  * symlink fails on hosts using /etc/alternatives), de-duplicated, sorted. */
 void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h);
+/* Finds the bridge for a domain-allowlist launch; -1 (and why) without one. */
+int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e);
 void sbx_launch_host_free(struct sbx_launch_host *h);
 
 #endif

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #define SCIENCE_ENV "/opt/science-env"
+#define EGRESS_DIR "/run/sbx"
+#define EGRESS_PROXY "http://127.0.0.1:" SBX_EGRESS_PORT
 
 static void setenv_(struct sbx_launch_plan *p, const char *key, const char *value)
 {
@@ -33,6 +35,20 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 		setenv_(p, "SBX_SCRATCH", "/scratch");
 	if (s->channel)
 		setenv_(p, "SBX_CHANNEL_FD", "5");
+	if (s->egress_socket) {
+		/* Every common client, pointed at the bridge; loopback stays direct. */
+		static const char *const proxy_keys[] = {
+			"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy",
+			"PIP_PROXY", "npm_config_proxy", "npm_config_https_proxy", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY",
+		};
+		for (size_t i = 0; i < sizeof(proxy_keys) / sizeof(proxy_keys[0]); i++)
+			setenv_(p, proxy_keys[i], EGRESS_PROXY);
+		setenv_(p, "NO_PROXY", "localhost,127.0.0.1,::1");
+		setenv_(p, "no_proxy", "localhost,127.0.0.1,::1");
+		setenv_(p, "GIT_CONFIG_COUNT", "1");
+		setenv_(p, "GIT_CONFIG_KEY_0", "http.proxy");
+		setenv_(p, "GIT_CONFIG_VALUE_0", EGRESS_PROXY);
+	}
 	for (size_t i = 0; i < s->env_keys.len; i++)
 		setenv_(p, s->env_keys.items[i], s->env_values.items[i]);
 }
@@ -111,6 +127,12 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	if (s->scratch)
 		sbx_strvec_pushl(a, "--bind", s->scratch, "/scratch", NULL);
 
+	/* Egress: the static bridge and the gateway's socket, nothing else. */
+	if (s->egress_socket) {
+		ro_bind(a, h->egress_bridge, EGRESS_DIR "/egress-bridge");
+		sbx_strvec_pushl(a, "--bind", s->egress_socket, EGRESS_DIR "/egress.sock", NULL);
+	}
+
 	/* Freeze the root: only /tmp and the workspace stay writable. */
 	sbx_strvec_pushl(a, "--remount-ro", "/", "--chdir", s->cwd, "--clearenv", NULL);
 	build_env(s, h, p);
@@ -120,6 +142,9 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	sbx_strvec_pushf(a, "%d", SBX_SECCOMP_FD);
 	/* After "--" an argv of "--tmpfs" is a program name, never an option. */
 	sbx_strvec_push(a, "--");
+	if (s->egress_socket)
+		sbx_strvec_pushl(a, EGRESS_DIR "/egress-bridge", "--socket", EGRESS_DIR "/egress.sock", "--listen",
+				 SBX_EGRESS_PORT, "--", NULL);
 	for (size_t i = 0; i < s->argv.len; i++)
 		sbx_strvec_push(a, s->argv.items[i]);
 

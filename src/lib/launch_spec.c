@@ -29,6 +29,7 @@ static const struct sbx_json_field spec_fields[] = {
 };
 static const struct sbx_json_field network_fields[] = {
 	{ "mode", SBX_JSON_STRING, true, false },
+	{ "socket", SBX_JSON_STRING, false, false },
 };
 static const struct sbx_json_field environment_fields[] = {
 	{ "prefix", SBX_JSON_STRING, true, false },
@@ -179,12 +180,22 @@ static int parse_network(const json_t *net, struct sbx_launch_spec *s, struct sb
 	if (sbx_json_validate(net, network_fields, COUNT(network_fields), "network", e) != 0)
 		return -1;
 	const char *mode = json_string_value(json_object_get(net, "mode"));
+	const char *socket = sbx_json_string_or(net, "socket", NULL);
 	if (strcmp(mode, "none") == 0)
-		return 0;
-	if (strcmp(mode, "domain-allowlist") == 0)
-		return bad(e, "unsupported", "network.mode",
-			   "domain-allowlist needs the sbx-egress gateway, which this build does not have yet");
-	return bad(e, "bad-field", "network.mode", "must be \"none\" or \"domain-allowlist\"");
+		return socket ? bad(e, "bad-field", "network.socket", "only with mode \"domain-allowlist\"") : 0;
+	if (strcmp(mode, "domain-allowlist") != 0)
+		return bad(e, "bad-field", "network.mode", "must be \"none\" or \"domain-allowlist\"");
+	/* The gateway's socket: the sandbox's only way out (sbx-egress(1)). */
+	struct stat st;
+	if (!socket || socket[0] != '/')
+		return bad(e, "bad-field", "network.socket", "domain-allowlist needs the absolute path of an sbx-egress gateway socket");
+	if (!(s->egress_socket = realpath(socket, NULL)) || stat(s->egress_socket, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "network.socket: %.300s: not a socket (is the gateway running?)",
+			      socket);
+		return -1;
+	}
+	s->profile = SBX_SECCOMP_NETWORK;
+	return 0;
 }
 
 static int parse_environment(const json_t *env, struct sbx_launch_spec *s, struct sbx_error *e)
@@ -258,5 +269,6 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	free(s->cwd_host);
 	free(s->env_prefix);
 	free(s->scratch);
+	free(s->egress_socket);
 	memset(s, 0, sizeof(*s));
 }

@@ -26,6 +26,7 @@ struct sbx_launch_spec {
 	struct sbx_strvec env_keys, env_values; /* the spec's env, in its order */
 	char *env_prefix;        /* realpath of environment.prefix, or NULL */
 	char *scratch;           /* realpath of scratch (bound at /scratch), or NULL */
+	char *egress_socket;     /* domain-allowlist: the gateway's socket, or NULL */
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
 	long long tmp_size;
 	enum sbx_seccomp_profile profile;

@@ -1,6 +1,7 @@
 /* run_request.c — the request's schema table, its checks, and the launch
  * spec it becomes (runtimes exactly as the upstream runner's). */
 #include "run_request.h"
+#include "egress_policy.h"
 #include "exitcodes.h"
 #include "json.h"
 #include "launch_spec.h"
@@ -98,6 +99,34 @@ static json_t *runtime_argv(const char *language, bool managed)
 	return json_pack("[s,s,s]", "/opt/science-env/bin/R", "--vanilla", "--slave");
 }
 
+/* network {mode: "domain-allowlist", allowedDomains, allowPrivateNetwork,
+ * revision}: a policy sbx-run serves through a gateway of its own. A
+ * network with a socket names a gateway the caller runs; it goes to the
+ * launch as it is. */
+static int egress_policy(struct sbx_run_request *r, struct sbx_error *e)
+{
+	json_t *net = json_object_get(r->doc, "network");
+	if (!json_is_object(net) || !json_object_get(net, "allowedDomains"))
+		return 0;
+	if (json_object_get(net, "socket"))
+		return bad(e, "network.socket", "give either a socket or allowedDomains, not both");
+	struct sbx_egress_policy policy;
+	int rc = sbx_egress_policy_parse(net, &policy, e);
+	if (rc == 0) {
+		r->egress_policy = json_deep_copy(net);
+		json_object_set_new(r->egress_policy, "revision", json_string(policy.revision));
+		snprintf(r->egress_revision, sizeof(r->egress_revision), "%s", policy.revision);
+	} else {
+		char message[sizeof(e->message)];
+		snprintf(message, sizeof(message), "%s", e->message);
+		/* "policy.allowedDomains[2]: ..." names the request's field. */
+		bool named = !strncmp(message, "policy.", 7);
+		snprintf(e->message, sizeof(e->message), "network%s%.1000s", named ? "." : ": ", message + (named ? 7 : 0));
+	}
+	sbx_egress_policy_free(&policy);
+	return rc;
+}
+
 static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 {
 	json_t *doc = r->doc;
@@ -108,7 +137,11 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 		return bad(e, "environment", "R execution requires the scientific environment capability (an environment prefix)");
 	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", r->workspace);
 	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "devices", "tmpSizeBytes" };
+	if (egress_policy(r, e) != 0)
+		return -1;
 	for (size_t i = 0; i < COUNT(passed); i++) {
+		if (r->egress_policy && !strcmp(passed[i], "network"))
+			continue; /* the gateway's socket goes in once sbx-run has one */
 		json_t *v = json_object_get(doc, passed[i]);
 		if (v && !json_is_null(v))
 			json_object_set(r->spec, passed[i], v);
@@ -241,5 +274,6 @@ void sbx_run_request_free(struct sbx_run_request *r)
 {
 	free(r->workspace);
 	json_decref(r->spec);
+	json_decref(r->egress_policy);
 	memset(r, 0, sizeof(*r));
 }

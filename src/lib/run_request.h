@@ -44,6 +44,8 @@ struct sbx_run_request {
 	struct sbx_worker_caps caps;
 	json_t *doc;                /* the request */
 	json_t *spec;               /* the launch spec built from it */
+	json_t *egress_policy;      /* network with allowedDomains: sbx-run starts its gateway */
+	char egress_revision[17];
 };
 
 /* Parses and validates; the error names the field (exit 2). */

@@ -263,10 +263,13 @@ int main(int argc, char **argv)
 	if (!(who.switch_user && o.dry_run))
 		check_access(spec.scratch, R_OK | W_OK | X_OK, "scratch", &who);
 	check_access(id.passwd, R_OK, "data directory (identity files)", &who);
+	check_access(spec.egress_socket, R_OK | W_OK, "network.socket", &who);
 	json_t *probe = capabilities(&o, user_cache, &profile);
 
 	/* 4. The command line. */
 	sbx_launch_host_scan(spec.env_prefix != NULL, &host);
+	if (spec.egress_socket && sbx_launch_host_find_bridge(&host, &e) != 0)
+		sbx_die(&e);
 	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
 		sbx_die(&e);
 	if (o.dry_run) {

@@ -52,6 +52,9 @@ static void usage(FILE *out)
 		"                        at most half the timeout)\n"
 		"  --signing-key-fd FD   sign every event line with the key read from FD\n"
 		"  --signing-key-file F  the same from a file only its owner can read (mode 0600)\n"
+		"  --egress-dir DIR      egress gateways by policy revision (default: <data dir>/eg)\n"
+		"  --egress-idle-s N     a gateway no run holds exits after N idle seconds (default 300)\n"
+		"  --egress-resolve NAME:PORT:ADDR  a gateway this run starts answers NAME so (repeatable)\n"
 		"\n"
 		"       sbx-run verify --key-file KEY [EVENTS|-]   checks a signed event stream\n");
 	sbx_cli_print_exit_codes(out);
@@ -335,6 +338,9 @@ int main(int argc, char **argv)
 		{ "deadline-reserve-ms", required_argument, NULL, 'R' },
 		{ "signing-key-fd", required_argument, NULL, 'k' },
 		{ "signing-key-file", required_argument, NULL, 'K' },
+		{ "egress-dir", required_argument, NULL, 'E' },
+		{ "egress-idle-s", required_argument, NULL, 'I' },
+		{ "egress-resolve", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -342,7 +348,7 @@ int main(int argc, char **argv)
 	static struct run run;
 	struct run *r = &run;
 	struct sbx_error e;
-	const char *state = NULL, *store = NULL;
+	const char *state = NULL, *store = NULL, *egress = NULL;
 	bool no_snapshot = false;
 	int c;
 
@@ -359,6 +365,8 @@ int main(int argc, char **argv)
 	r->worker.fd = r->worker.sandbox_end = r->worker.scratch_fd = -1;
 	r->lease_fd = -1;
 	r->cg.procs_fd = -1;
+	r->egress_lock_fd = -1;
+	r->egress_idle_s = 300;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
@@ -375,6 +383,13 @@ int main(int argc, char **argv)
 			if (sbx_signer_from_file(&r->signer, optarg, &e) != 0)
 				sbx_die(&e);
 			break;
+		case 'E': egress = optarg; break;
+		case 'D':
+			if (r->n_egress_resolve == RUN_MAX_RESOLVE)
+				sbx_cli_usage_error("sbx-run", "--egress-resolve: at most 16");
+			r->egress_resolve[r->n_egress_resolve++] = optarg;
+			break;
+		case 'I': r->egress_idle_s = (int)sbx_cli_parse_long("--egress-idle-s", optarg, 1, 86400 * 30); break;
 		case 'h': usage(stdout); return SBX_EXIT_OK;
 		case 'V': sbx_cli_print_version("sbx-run"); return SBX_EXIT_OK;
 		default: sbx_cli_bad_option("sbx-run", argv[optind - 1]);
@@ -392,6 +407,10 @@ int main(int argc, char **argv)
 		n = snprintf(r->state_dir, sizeof(r->state_dir), "%s/executions", data);
 	if (n < 0 || (size_t)n >= sizeof(r->state_dir) - 64)
 		sbx_cli_usage_error("sbx-run", "--state-dir: path too long");
+	n = egress ? snprintf(r->egress_dir, sizeof(r->egress_dir), "%s", egress)
+		   : sbx_data_dir(data, sizeof(data)) == 0 ? snprintf(r->egress_dir, sizeof(r->egress_dir), "%s/eg", data) : -1;
+	if (n < 0 || (size_t)n >= sizeof(r->egress_dir))
+		sbx_cli_usage_error("sbx-run", "--egress-dir: path too long");
 	if (!no_snapshot) {
 		n = store ? snprintf(r->store, sizeof(r->store), "%s", store)
 			  : snprintf(r->store, sizeof(r->store), "%s/snapshots", r->state_dir);
@@ -443,7 +462,7 @@ int main(int argc, char **argv)
 	/* 3. The worker's scratch and channel, provenance, then the run. */
 	struct sbx_run_as who;
 	if (sbx_run_as_resolve(NULL, &who, &e) != 0 ||
-	    worker_open(r, who.uid, who.gid, who.switch_user, &e) != 0)
+	    worker_open(r, who.uid, who.gid, who.switch_user, &e) != 0 || run_egress_acquire(r, &who, &e) != 0)
 		fail(r, &e);
 	else if (!(r->provenance = provenance(r, &e)))
 		fail(r, &e);

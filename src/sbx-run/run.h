@@ -9,6 +9,7 @@
 #include "../lib/event_sign.h"
 #include "../lib/run_output.h"
 #include "../lib/run_request.h"
+#include "../lib/run_as.h"
 #include "../lib/run_sandbox.h"
 #include "../lib/snap_scan.h"
 
@@ -23,6 +24,12 @@ struct run {
 	char exec_dir[PATH_MAX + 200];
 	char store[PATH_MAX];     /* "" : no snapshot */
 	char launch[PATH_MAX];
+	char egress_dir[PATH_MAX];  /* gateways by revision: <data dir>/eg */
+	int egress_idle_s;          /* a gateway nobody uses exits after this */
+	int egress_lock_fd;         /* shared: our gateway stays while we run */
+#define RUN_MAX_RESOLVE 16
+	const char *egress_resolve[RUN_MAX_RESOLVE]; /* --resolve for a gateway we start */
+	int n_egress_resolve;
 	int grace_ms;
 	int reserve_ms;            /* SIGTERM this long before the deadline */
 	bool dev_mode;             /* not started as root: no uid separation */
@@ -48,6 +55,10 @@ struct run {
 /* supervise.c: feeds the code, captures output, enforces deadline, quota
  * and cancel, and returns once the whole sandbox is gone. */
 int run_supervise(struct run *r, struct sbx_error *e);
+
+/* egress.c: a domain-allowlist run gets its revision's gateway (started
+ * when none answers) and the spec's network names its socket. */
+int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);
 
 /* report.c */
 long long run_now_ms(void);

@@ -1,0 +1,150 @@
+/* egress.c — the run's egress gateway: one per policy revision, found by
+ * its socket (<egress dir>/<revision>.sock), started detached when none
+ * answers, and held (a shared lock) so it cannot idle out during the run. */
+#include "run.h"
+#include "../lib/atomic_file.h"
+#include "../lib/exitcodes.h"
+#include "../lib/io.h"
+#include "../lib/json.h"
+#include "../lib/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define READY_TIMEOUT_MS 10000
+
+static int unavailable(struct sbx_error *e, const char *fmt, const char *detail)
+{
+	char what[700];
+	snprintf(what, sizeof(what), fmt, detail);
+	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "egress-unavailable",
+		      "Sandbox network access (domain-allowlist) is unavailable: %s", what);
+	return -1;
+}
+
+static bool gateway_answers(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int)sizeof(sa.sun_path))
+		return false;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Starts `sbx-egress gateway` in its own session, outside this run's
+ * process group, and waits for it to say it listens. */
+static int start_gateway(struct run *r, const char *base, const char *owner, struct sbx_error *e)
+{
+	char egress[PATH_MAX], sock[PATH_MAX + 16], policy[PATH_MAX + 16], log[PATH_MAX + 16], err[PATH_MAX + 16],
+		idle[24];
+	snprintf(sock, sizeof(sock), "%s.sock", base);
+	snprintf(policy, sizeof(policy), "%s.json", base);
+	snprintf(log, sizeof(log), "%s.log", base);
+	snprintf(err, sizeof(err), "%s.err", base);
+	snprintf(idle, sizeof(idle), "%d", r->egress_idle_s);
+	if (sbx_sibling_program("sbx-egress", egress, sizeof(egress)) != 0)
+		return unavailable(e, "%s", "sbx-egress was found neither next to sbx-run nor on PATH");
+	char *text = json_dumps(r->req.egress_policy, JSON_COMPACT);
+	int rc = text ? sbx_atomic_write(policy, text, strlen(text), 0600, e) : -1;
+	free(text);
+	if (rc != 0)
+		return unavailable(e, "%s", "cannot write the policy file");
+	const char *argv[16 + 2 * RUN_MAX_RESOLVE] = { egress, "gateway", "--socket", sock, "--policy", policy, "--log",
+						      log, "--idle-exit-s", idle, "--ready-fd", "3" };
+	int argc = 12;
+	if (owner) {
+		argv[argc++] = "--socket-owner";
+		argv[argc++] = owner;
+	}
+	for (int i = 0; i < r->n_egress_resolve; i++) {
+		argv[argc++] = "--resolve";
+		argv[argc++] = r->egress_resolve[i];
+	}
+	int ready[2];
+	if (pipe2(ready, O_CLOEXEC) != 0)
+		return unavailable(e, "%s", strerror(errno));
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* The middle process exits at once: the gateway is nobody's child. */
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int errfd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (null < 0 || errfd < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(errfd, 2) < 0 ||
+		    dup2(ready[1], 3) != 3)
+			_exit(SBX_EXIT_INTERNAL);
+		syscall(SYS_close_range, 4u, ~0u, 0u);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execv(egress, (char *const *)argv);
+		_exit(SBX_EXIT_INTERNAL);
+	}
+	close(ready[1]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	char buf[16] = "";
+	struct pollfd p = { .fd = ready[0], .events = POLLIN };
+	ssize_t n = pid > 0 && poll(&p, 1, READY_TIMEOUT_MS) == 1 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
+	close(ready[0]);
+	if (n >= 6 && !strncmp(buf, "ready\n", 6))
+		return 0;
+	char line[600] = "the gateway did not start", *out;
+	size_t len;
+	struct sbx_error ignored;
+	if ((out = sbx_read_file_capped(err, 1u << 16, &len, &ignored))) {
+		json_t *diag;
+		sbx_last_line(out, line, sizeof(line));
+		if ((diag = json_loads(line, 0, NULL)))
+			snprintf(line, sizeof(line), "%s", sbx_json_string_or(diag, "message", line));
+		json_decref(diag);
+		free(out);
+	}
+	return unavailable(e, "%s", line);
+}
+
+int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e)
+{
+	char base[PATH_MAX], sock[PATH_MAX + 16], lock[PATH_MAX + 16], start[PATH_MAX + 16], owner[48];
+
+	if (!r->req.egress_policy)
+		return 0;
+	if (snprintf(base, sizeof(base), "%s/%s", r->egress_dir, r->req.egress_revision) >= (int)sizeof(base) ||
+	    strlen(base) + 5 >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return unavailable(e, "the socket path under %.300s is longer than the 107 bytes Linux allows", r->egress_dir);
+	snprintf(sock, sizeof(sock), "%s.sock", base);
+	snprintf(lock, sizeof(lock), "%s.sock.lock", base);
+	snprintf(start, sizeof(start), "%s.start", base);
+	/* 0711: the workload's uid reaches its socket; it lists nothing. */
+	if (sbx_mkdir_p(r->egress_dir, 0711, e) != 0)
+		return unavailable(e, "%.600s", e->message);
+	int start_fd = open(start, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	r->egress_lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (start_fd < 0 || r->egress_lock_fd < 0 || flock(start_fd, LOCK_EX) != 0 ||
+	    flock(r->egress_lock_fd, LOCK_SH) != 0) {
+		if (start_fd >= 0)
+			close(start_fd);
+		return unavailable(e, "cannot lock %s", base);
+	}
+	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)who->uid, (unsigned)who->gid);
+	int rc = gateway_answers(sock) ? 0 : start_gateway(r, base, who->switch_user ? owner : NULL, e);
+	close(start_fd);
+	if (rc != 0)
+		return -1;
+	json_object_set_new(r->req.spec, "network", json_pack("{s:s,s:s}", "mode", "domain-allowlist", "socket", sock));
+	return 0;
+}
