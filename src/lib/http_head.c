@@ -2,6 +2,7 @@
  * hop-by-hop field rules; no allocation, fields point into the buffer. */
 #include "http_head.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -102,6 +103,8 @@ int sbx_http_parse_request(const char *buf, size_t len, struct sbx_http_head *h,
 			return fail(why, size, "the request target holds a control, space or non-ASCII byte");
 	if (parse_version(sp2 + 1, (size_t)(eol - sp2 - 1), &h->minor) != 0)
 		return fail(why, size, "the version is not HTTP/1.0 or HTTP/1.1");
+	h->line = buf;
+	h->line_len = (size_t)(eol - buf);
 	h->method = buf;
 	h->method_len = (size_t)(sp1 - buf);
 	h->target = sp1 + 1;
@@ -125,6 +128,8 @@ int sbx_http_parse_response(const char *buf, size_t len, struct sbx_http_head *h
 	    buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9' ||
 	    (eol - buf > 12 && buf[12] != ' '))
 		return fail(why, size, "the status line is not HTTP/1.x NNN");
+	h->line = buf;
+	h->line_len = (size_t)(eol - buf);
 	h->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
 	return parse_fields(eol + 2, end, h, buf, why, size);
 }
@@ -273,6 +278,56 @@ bool sbx_http_hop_by_hop(const struct sbx_http_head *h, const struct sbx_http_fi
 		    list_has(h->fields[i].value, h->fields[i].value_len, f->name, f->name_len))
 			return true;
 	return false;
+}
+
+static int append(char *out, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int append(char *out, size_t cap, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(out + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t)w >= cap - *n)
+		return -1;
+	*n += (size_t)w;
+	return 0;
+}
+
+static int append_fields(const struct sbx_http_head *h, bool request, char *out, size_t cap, size_t *n)
+{
+	for (size_t i = 0; i < h->n_fields; i++) {
+		const struct sbx_http_field *f = &h->fields[i];
+		if (sbx_http_hop_by_hop(h, f, request) || (request && field_is(f, "Expect")))
+			continue;
+		if (append(out, cap, n, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int sbx_http_forward_request(const struct sbx_http_head *h, const char *host, int port, const char *path,
+			     bool absolute, const char *proxy_auth, char *out, size_t cap, size_t *n)
+{
+	char authority[300];
+	snprintf(authority, sizeof(authority), port == 80 ? "%.253s" : "%.253s:%d", host, port);
+	*n = 0;
+	if (append(out, cap, n, "%.*s %s%s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method_len, h->method,
+		   absolute ? "http://" : "", absolute ? authority : "", path, authority) != 0 ||
+	    append_fields(h, true, out, cap, n) != 0)
+		return -1;
+	if (proxy_auth && *proxy_auth && append(out, cap, n, "Proxy-Authorization: %s\r\n", proxy_auth) != 0)
+		return -1;
+	return append(out, cap, n, "Connection: close\r\n\r\n");
+}
+
+int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bool client_10, char *out, size_t cap,
+			      size_t *n)
+{
+	*n = 0;
+	if (append(out, cap, n, "%.*s\r\n", (int)r->line_len, r->line) != 0 || append_fields(r, false, out, cap, n) != 0)
+		return -1;
+	const char *conn = !keep_alive ? "Connection: close\r\n" : client_10 ? "Connection: keep-alive\r\n" : "";
+	return append(out, cap, n, "%s\r\n", conn);
 }
 
 enum { CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER, CH_TRAILER_LF, CH_DONE };

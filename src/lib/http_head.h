@@ -17,6 +17,8 @@ struct sbx_http_field {
 };
 
 struct sbx_http_head {
+	const char *line;            /* the request or status line, without CRLF */
+	size_t line_len;
 	const char *method, *target; /* request: method and target; response: "" */
 	size_t method_len, target_len;
 	int status;                  /* response only */
@@ -58,6 +60,18 @@ bool sbx_http_keep_alive(const struct sbx_http_head *h);
  * Keep-Alive, TE, Upgrade) or one the Connection field names. Host is
  * reported too when drop_host: the proxy sets it from the target. */
 bool sbx_http_hop_by_hop(const struct sbx_http_head *h, const struct sbx_http_field *f, bool drop_host);
+
+/* The request head a forwarding proxy sends: the target in origin form
+ * (absolute when another proxy comes next), Host from the vetted target
+ * (port shown unless 80), no hop-by-hop field, no Expect (the proxy answers
+ * 100 itself), proxy_auth (or NULL) as Proxy-Authorization, and
+ * Connection: close. -1 when it exceeds cap. */
+int sbx_http_forward_request(const struct sbx_http_head *h, const char *host, int port, const char *path,
+			     bool absolute, const char *proxy_auth, char *out, size_t cap, size_t *n);
+/* The response head for the client: hop-by-hop fields dropped, then the
+ * proxy's own Connection decision. */
+int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bool client_10, char *out, size_t cap,
+			      size_t *n);
 
 /* Incremental chunked-body scanner: it tracks where a chunked body ends so a
  * proxy can relay it verbatim and know where the next message starts. */

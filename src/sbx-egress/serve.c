@@ -6,7 +6,6 @@
 #include "../lib/http_head.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,64 +277,6 @@ static int forward_body(int from, int to, char *buf, size_t *len, size_t cap, en
 	}
 }
 
-static int append(char *out, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int append(char *out, size_t *n, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int w = vsnprintf(out + *n, OUT_CAP - *n, fmt, ap);
-	va_end(ap);
-	if (w < 0 || (size_t)w >= OUT_CAP - *n)
-		return -1;
-	*n += (size_t)w;
-	return 0;
-}
-
-/* The request as it leaves: origin form (absolute through a proxy), Host
- * from the vetted target, no hop-by-hop field, no Expect (the gateway
- * answers 100 itself), one request per upstream connection. */
-static int build_request(const struct gateway *g, const struct sbx_http_head *h, const struct sbx_egress_target *t,
-			 const char *path, char *out, size_t *n)
-{
-	char authority[300];
-	snprintf(authority, sizeof(authority), t->port == 80 ? "%s" : "%s:%d", t->host, t->port);
-	*n = 0;
-	if (append(out, n, "%.*s %s%s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method_len, h->method,
-		   g->via_proxy ? "http://" : "", g->via_proxy ? authority : "", path, authority) != 0)
-		return -1;
-	for (size_t i = 0; i < h->n_fields; i++) {
-		const struct sbx_http_field *f = &h->fields[i];
-		if (sbx_http_hop_by_hop(h, f, true) || (f->name_len == 6 && !strncasecmp(f->name, "Expect", 6)))
-			continue;
-		if (append(out, n, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value) != 0)
-			return -1;
-	}
-	if (g->via_proxy && *g->proxy.authorization &&
-	    append(out, n, "Proxy-Authorization: %s\r\n", g->proxy.authorization) != 0)
-		return -1;
-	return append(out, n, "Connection: close\r\n\r\n");
-}
-
-/* The response head for the client: hop-by-hop fields dropped, the
- * gateway's own Connection decision added. */
-static int build_response(const struct sbx_http_head *r, const char *raw, bool keep_alive, bool client_10, char *out,
-			  size_t *n)
-{
-	const char *eol = memmem(raw, r->length, "\r\n", 2);
-	*n = 0;
-	if (!eol || append(out, n, "%.*s\r\n", (int)(eol - raw), raw) != 0)
-		return -1;
-	for (size_t i = 0; i < r->n_fields; i++) {
-		const struct sbx_http_field *f = &r->fields[i];
-		if (sbx_http_hop_by_hop(r, f, false))
-			continue;
-		if (append(out, n, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value) != 0)
-			return -1;
-	}
-	const char *conn = !keep_alive ? "Connection: close\r\n" : client_10 ? "Connection: keep-alive\r\n" : "";
-	return append(out, n, "%s\r\n", conn);
-}
-
 /* Reads the upstream's response head into rbuf (1xx heads are relayed to
  * the client and skipped). 0, or -1. */
 static int read_response(int up, int client, char *rbuf, size_t *rlen, struct sbx_http_head *r,
@@ -428,7 +369,8 @@ static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct
 		return false;
 	bool keep_alive = sbx_http_keep_alive(h), head_request = h->method_len == 4 && !memcmp(h->method, "HEAD", 4);
 	bool client_10 = h->minor == 0;
-	if (build_request(g, h, &t, path, out, &n) != 0) {
+	if (sbx_http_forward_request(h, t.host, t.port, path, g->via_proxy, g->via_proxy ? g->proxy.authorization : NULL,
+				     out, OUT_CAP, &n) != 0) {
 		refuse(c, a, "malformed", 400, "Sandbox network access refused the request: its head is too large");
 		return false;
 	}
@@ -456,7 +398,7 @@ static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct
 	}
 	keep_alive = keep_alive && resp_kind != SBX_BODY_UNTIL_CLOSE;
 	a->status = r.status;
-	if (build_response(&r, rbuf, keep_alive, client_10, out, &n) != 0) {
+	if (sbx_http_forward_response(&r, keep_alive, client_10, out, OUT_CAP, &n) != 0) {
 		close(up);
 		refuse_upstream(c, a, 502, &t);
 		return false;

@@ -1,0 +1,205 @@
+#!/usr/bin/env bats
+# The egress gateway for real: a loopback HTTP server, `sbx-egress gateway`
+# on a Unix socket, and sandboxes whose only way out is the bridge. Every
+# allowed name is resolved with --resolve to 127.0.0.0/8; nothing leaves
+# loopback.
+
+load launch_helpers
+
+setup() {
+    launch_setup
+    mkfifo "$WORK/port"
+    python3 "$FIXTURES/http-echo.py" "$WORK/port" &
+    SERVER_PID=$!
+    read -r PORT < "$WORK/port"
+    SOCK="$WORK/gw.sock"
+    LOG="$WORK/audit.log"
+}
+
+teardown() {
+    [ -z "${GW_PID:-}" ] || kill "$GW_PID" 2>/dev/null || true
+    [ -z "${HOLD_PID:-}" ] || kill "$HOLD_PID" 2>/dev/null || true
+    kill "$SERVER_PID" 2>/dev/null || true
+    launch_teardown
+}
+
+# gateway POLICY-JSON [GATEWAY-OPTIONS...]: starts a gateway and waits until
+# it listens (it says so on --ready-fd).
+gateway() {
+    printf '%s\n' "$1" > "$WORK/policy.json"
+    shift
+    local owner=()
+    [ "$(id -u)" -ne 0 ] || owner=(--socket-owner "$(expected_uid)")
+    rm -f "$WORK/ready" && mkfifo "$WORK/ready"
+    sbx-egress gateway --socket "$SOCK" --policy "$WORK/policy.json" --log "$LOG" "${owner[@]}" \
+        --ready-fd 3 "$@" 3>"$WORK/ready" 2>"$WORK/gw.err" &
+    GW_PID=$!
+    local line
+    read -r line < "$WORK/ready"
+    [ "$line" = ready ]
+}
+
+private_policy='{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":true}'
+
+# net_sandbox SCRIPT: runs SCRIPT in a sandbox whose network is the gateway.
+net_sandbox() {
+    in_sandbox "$1" "$(jq -cn --arg s "$SOCK" '{network: {mode: "domain-allowlist", socket: $s}}')"
+}
+
+python_connect='
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", 18118)
+c.set_tunnel("api.test", int(sys.argv[1]))
+c.request("GET", "/via-connect")
+r = c.getresponse()
+print(r.status, r.read().decode().splitlines()[1])'
+
+@test "an allowed name (--resolve to 127.0.0.1, allowPrivateNetwork) gets 200 from curl and Python, via CONNECT and absolute form" {
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1"
+    net_sandbox "curl -sS --fail http://api.test:$PORT/absolute &&
+                 curl -sS --fail -p http://api.test:$PORT/tunnelled &&
+                 python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://api.test:$PORT/urllib\").status)' &&
+                 python3 -c '$python_connect' $PORT"
+    assert_success
+    assert_line "path=/absolute"
+    assert_line "path=/tunnelled"
+    assert_line "200"
+    assert_line "200 path=/via-connect"
+    # One audit line per decision, with the vetted address.
+    run jq -sc 'map(select(.decision == "allowed" and .host == "api.test" and .address == "127.0.0.1")) | length' "$LOG"
+    [ "$output" -eq 4 ]
+    run jq -sc '.[0] | keys' "$LOG"
+    assert_output '["address","bytesDown","bytesUp","decision","durationMs","host","method","port","reason","revision","status","time"]'
+}
+
+@test "loopback without allowPrivateNetwork, an unlisted name and an IP literal are 403 with the reason" {
+    gateway '{"mode":"domain-allowlist","allowedDomains":["api.test"]}' --resolve "api.test:$PORT:127.0.0.1"
+    # NO_PROXY sends literals to loopback directly (nothing there): --noproxy ''
+    # makes curl ask the gateway, which must refuse them itself.
+    net_sandbox "for u in http://api.test:$PORT/ http://other.test:$PORT/ http://127.0.0.1:$PORT/ http://2130706433:$PORT/; do
+                     curl -sS --noproxy '' -o /dev/null -w '%{http_code} ' \"\$u\"; done; echo
+                 curl -sS -i http://api.test:$PORT/ | grep -i '^x-sandbox-network'"
+    assert_success
+    assert_line --index 0 --partial "403 403 403 403"
+    assert_output --partial "special-purpose addresses (loopback)"
+    # CONNECT to a literal is refused too.
+    net_sandbox "curl -sS --noproxy '' -p -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/ 2>&1; true"
+    assert_output --partial "403"
+    run jq -sc 'map(.decision) | unique' "$LOG"
+    assert_output '["denied"]'
+}
+
+@test "DNS pinning: the gateway connects to the address it vetted and never resolves again" {
+    # First answer 127.0.0.1 (the server), every later one 127.0.0.2 (nothing).
+    for form in "" "-p"; do
+        gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1,127.0.0.2"
+        net_sandbox "curl -sS --fail $form http://api.test:$PORT/first; curl -sS -o /dev/null -w 'second=%{http_code}\n' $form http://api.test:$PORT/second"
+        assert_line "path=/first"
+        # The second request is decided afresh and gets the second answer:
+        # proof the sequence advances, and a re-resolving gateway would fail.
+        if [ -z "$form" ]; then assert_line "second=502"; else assert_output --partial "second=000"; fi
+        kill "$GW_PID"; wait "$GW_PID" || true; GW_PID=
+    done
+    run grep -c '"address":"127.0.0.2"' "$LOG"
+    [ "$output" -eq 0 ]
+}
+
+@test "a mismatching client Host never reaches the server; hop-by-hop fields are stripped; redirects are passed back" {
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1"
+    net_sandbox "curl -sS -H 'Host: other.test' -H 'Proxy-Authorization: Basic c2VjcmV0' -H 'Connection: X-Private' \
+                      -H 'X-Private: 1' -H 'X-Kept: 1' http://api.test:$PORT/h;
+                 curl -sS -o /dev/null -w '%{http_code} %{redirect_url}\n' http://api.test:$PORT/redirect"
+    assert_success
+    assert_line "host=api.test:$PORT"
+    assert_line --regexp '^headers=.*x-kept'
+    refute_output --partial "proxy-authorization"
+    refute_output --partial "x-private"
+    assert_line "302 http://elsewhere.test/"
+}
+
+@test "the workload's exit status and signals pass through the bridge; its first connect succeeds" {
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1"
+    net_sandbox "curl -sS --retry 0 --fail http://api.test:$PORT/first >/dev/null && exit 7"
+    assert_failure 7
+    net_sandbox 'kill -TERM $$'
+    assert_failure 143
+}
+
+@test "no gateway behind the socket: the workload never runs" {
+    gateway "$private_policy"
+    kill "$GW_PID"; wait "$GW_PID" || true; GW_PID=
+    # A socket file nobody serves (the gateway removes its own: make one).
+    python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$SOCK"
+    [ "$(id -u)" -ne 0 ] || chown "$(expected_uid)" "$SOCK"
+    net_sandbox "touch /workspace/ran"
+    assert_failure 4
+    [[ "$stderr" == *"the egress gateway socket is unusable; the workload is not started"* ]]
+    [ ! -e "$WS/ran" ]
+    rm -f "$SOCK"
+    net_sandbox "touch /workspace/ran"
+    assert_failure 2
+    [[ "$stderr" == *"network.socket"* ]]
+    [ ! -e "$WS/ran" ]
+}
+
+@test "CL+TE, origin form, other schemes and malformed heads are 400; bytes pipelined after a refusal are dropped" {
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1"
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< $'POST http://api.test:'"$PORT"$'/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'
+    assert_line --index 0 --partial "400 Bad Request"
+    assert_output --partial "smuggling"
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< $'GET / HTTP/1.1\r\nHost: api.test\r\n\r\n'
+    assert_output --partial "expects absolute-form proxy requests"
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< $'GET ftp://api.test/ HTTP/1.1\r\n\r\n'
+    assert_output --partial "cannot forward ftp: without CONNECT"
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< $'GET http://api.test:0'"$PORT"$'/ HTTP/1.1\r\n\r\n'
+    assert_line --index 0 --partial "400 Bad Request"
+    # A refused request, then an allowed one in the same write: one answer, then close.
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< $'GET http://other.test/ HTTP/1.1\r\n\r\nGET http://api.test:'"$PORT"$'/pipelined HTTP/1.1\r\n\r\n'
+    assert_line --index 0 --partial "403 Forbidden"
+    refute_output --partial "pipelined"
+    run grep -c "HTTP/1.1" <<< "$output"
+    [ "$output" -eq 1 ]
+}
+
+@test "keep-alive: every request on one connection is decided afresh" {
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1"
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< $'GET http://api.test:'"$PORT"$'/one HTTP/1.1\r\n\r\nGET http://other.test/two HTTP/1.1\r\n\r\n'
+    assert_output --partial "path=/one"
+    assert_output --partial "403 Forbidden"
+    run jq -sc 'map(.decision)' "$LOG"
+    assert_output '["allowed","denied"]'
+}
+
+@test "beyond --max-tunnels a connection gets 429" {
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1" --max-tunnels 1
+    mkfifo "$WORK/held"
+    python3 "$FIXTURES/uds-request.py" "$SOCK" "$WORK/held" <<< $'CONNECT api.test:'"$PORT"$' HTTP/1.1\r\n\r\n' &
+    HOLD_PID=$!
+    read -r line < "$WORK/held"
+    [[ "$line" == *"200 Connection Established"* ]]
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< $'CONNECT api.test:'"$PORT"$' HTTP/1.1\r\n\r\n'
+    assert_line --index 0 --partial "429 Too Many Requests"
+}
+
+@test "--upstream-proxy: allowed traffic goes through it with decoded credentials; refused targets never reach it" {
+    mkfifo "$WORK/proxy-port"
+    python3 "$FIXTURES/fake-proxy.py" "$WORK/proxy-port" "$WORK/proxy.log" "$PORT" &
+    PROXY_PID=$!
+    read -r PROXY_PORT < "$WORK/proxy-port"
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1" \
+        --upstream-proxy "http://us%40er:p%3Ass@127.0.0.1:$PROXY_PORT"
+    net_sandbox "curl -sS --fail http://api.test:$PORT/abs && curl -sS --fail -p http://api.test:$PORT/tun &&
+                 curl -sS -o /dev/null -w '%{http_code}' http://other.test:$PORT/"
+    kill "$PROXY_PID"
+    assert_line "path=/abs"
+    assert_line "path=/tun"
+    assert_output --partial "403"
+    auth="Basic $(printf 'us@er:p:ss' | base64)"
+    run cat "$WORK/proxy.log"
+    assert_line "GET http://api.test:$PORT/abs HTTP/1.1 auth=$auth"
+    assert_line "CONNECT api.test:$PORT HTTP/1.1 auth=$auth"
+    refute_output --partial "other.test"
+    run sbx-egress gateway --socket "$WORK/x.sock" --policy "$WORK/policy.json" --upstream-proxy socks5://127.0.0.1:1
+    assert_failure 2
+    assert_output --partial "socks"
+}
