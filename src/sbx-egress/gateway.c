@@ -97,8 +97,28 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 		sbx_cli_usage_error("sbx-egress", "--socket: longer than the 107 bytes a Unix socket path may have");
 }
 
+/* SOCKET.alive, held exclusively for the gateway's life: how others (and
+ * a second gateway) tell a live socket from a stale one without connecting,
+ * which the socket's 0600 owner may be the only one allowed to do. */
+static int hold_alive_lock(const struct options *o, struct sbx_error *e)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s.alive", o->socket_path);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-socket", "--socket: %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "socket-in-use", "--socket: %s: another gateway serves it", o->socket_path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Binds the socket 0600 (a stale socket is replaced, anything else kept). */
-static int listen_unix(const struct options *o, struct sbx_error *e)
+static int listen_unix(const struct options *o, struct stat *bound, struct sbx_error *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -108,15 +128,7 @@ static int listen_unix(const struct options *o, struct sbx_error *e)
 			sbx_error_set(e, SBX_EXIT_USAGE, "bad-socket", "--socket: %s exists and is not a socket", o->socket_path);
 			return -1;
 		}
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-		if (probe >= 0)
-			close(probe);
-		if (live) {
-			sbx_error_set(e, SBX_EXIT_USAGE, "socket-in-use", "--socket: %s: another gateway serves it", o->socket_path);
-			return -1;
-		}
-		unlink(o->socket_path);
+		unlink(o->socket_path); /* stale: we hold the alive lock */
 	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	mode_t old = umask(0177);
@@ -124,7 +136,7 @@ static int listen_unix(const struct options *o, struct sbx_error *e)
 	umask(old);
 	if (rc == 0 && o->owner_uid >= 0 && chown(o->socket_path, (uid_t)o->owner_uid, (gid_t)o->owner_gid) != 0)
 		rc = -1;
-	if (rc != 0 || listen(fd, 1024) != 0) {
+	if (rc != 0 || listen(fd, 1024) != 0 || lstat(o->socket_path, bound) != 0) {
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "socket", "--socket: %s: %s", o->socket_path, strerror(errno));
 		if (rc == 0)
 			unlink(o->socket_path);
@@ -133,6 +145,13 @@ static int listen_unix(const struct options *o, struct sbx_error *e)
 		return -1;
 	}
 	return fd;
+}
+
+/* Our socket was removed or replaced: nobody new can reach us. */
+static bool socket_gone(const struct options *o, const struct stat *bound)
+{
+	struct stat st;
+	return lstat(o->socket_path, &st) != 0 || st.st_ino != bound->st_ino || st.st_dev != bound->st_dev;
 }
 
 struct job {
@@ -255,7 +274,8 @@ int gateway_main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL); /* threads inherit it: only the signalfd sees them */
 	signal(SIGPIPE, SIG_IGN);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	int listener = listen_unix(&o, &e);
+	struct stat bound;
+	int listener = hold_alive_lock(&o, &e) < 0 ? -1 : listen_unix(&o, &bound, &e);
 	if (listener < 0)
 		sbx_die(&e);
 	pthread_attr_t attr;
@@ -271,17 +291,20 @@ int gateway_main(int argc, char **argv)
 	}
 	for (;;) {
 		struct pollfd p[2] = { { .fd = listener, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-		int rc = poll(p, 2, o.idle_exit_s ? 1000 : -1);
+		int rc = poll(p, 2, 1000);
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			break;
 		if (p[0].revents & POLLIN)
 			accept_one(&g, listener, &attr);
+		if (rc == 0 && atomic_load(&g.active) == 0 && socket_gone(&o, &bound))
+			goto gone;
 		if (rc == 0 && idle_exit_now(&g, &o))
 			break;
 	}
 	unlink(o.socket_path);
+gone:
 	close(listener);
 	return SBX_EXIT_OK;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -32,16 +33,19 @@ static int unavailable(struct sbx_error *e, const char *fmt, const char *detail)
 	return -1;
 }
 
-static bool gateway_answers(const char *path)
+/* A live gateway holds SOCKET.alive exclusively (sbx-egress(1)); connecting
+ * would need the socket's owner, which is the workload's uid. */
+static bool gateway_alive(const char *sock)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int)sizeof(sa.sun_path))
+	char path[PATH_MAX + 32];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s.alive", sock);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return false;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
+	bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return held && lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 /* Starts `sbx-egress gateway` in its own session, outside this run's
@@ -141,7 +145,7 @@ int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_e
 		return unavailable(e, "cannot lock %s", base);
 	}
 	snprintf(owner, sizeof(owner), "%u:%u", (unsigned)who->uid, (unsigned)who->gid);
-	int rc = gateway_answers(sock) ? 0 : start_gateway(r, base, who->switch_user ? owner : NULL, e);
+	int rc = gateway_alive(sock) ? 0 : start_gateway(r, base, who->switch_user ? owner : NULL, e);
 	close(start_fd);
 	if (rc != 0)
 		return -1;

@@ -20,6 +20,7 @@ teardown() {
     [ -z "${GW_PID:-}" ] || kill "$GW_PID" 2>/dev/null || true
     [ -z "${HOLD_PID:-}" ] || kill "$HOLD_PID" 2>/dev/null || true
     kill "$SERVER_PID" 2>/dev/null || true
+    pkill -f -- "--socket $WORK/" || true
     launch_teardown
 }
 
@@ -125,8 +126,12 @@ print(r.status, r.read().decode().splitlines()[1])'
     assert_failure 143
 }
 
-@test "no gateway behind the socket: the workload never runs" {
+@test "no gateway behind the socket: the workload never runs; a second gateway never takes a live socket" {
     gateway "$private_policy"
+    run sbx-egress gateway --socket "$SOCK" --policy "$WORK/policy.json"
+    assert_failure 2
+    assert_output --partial "another gateway serves it"
+    [ -S "$SOCK" ]
     kill "$GW_PID"; wait "$GW_PID" || true; GW_PID=
     # A socket file nobody serves (the gateway removes its own: make one).
     python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$SOCK"
@@ -202,4 +207,38 @@ print(r.status, r.read().decode().splitlines()[1])'
     run sbx-egress gateway --socket "$WORK/x.sock" --policy "$WORK/policy.json" --upstream-proxy socks5://127.0.0.1:1
     assert_failure 2
     assert_output --partial "socks"
+}
+
+@test "sbx-run starts the gateway of its policy revision, the next run reuses it, and it exits once idle and unheld" {
+    request() {
+        jq -cn --arg id "$1" --arg ws "$WS" --arg code "curl -sS --fail http://api.test:$PORT/$1" \
+            '{executionId: $id, language: "shell", code: $code, workspace: $ws,
+              network: {mode: "domain-allowlist", allowedDomains: ["api.test"], allowPrivateNetwork: true}}'
+    }
+    opts=(--no-snapshot --state-dir "$WORK/state" --egress-dir "$WORK/eg" --egress-idle-s 1
+          --egress-resolve "api.test:$PORT:127.0.0.1")
+    run --separate-stderr sbx-run "${opts[@]}" - <<< "$(request run1)"
+    assert_success
+    [[ "$(tail -n 1 <<< "$output" | jq -r .result.stdout)" == "host=api.test:$PORT"*"path=/run1"* ]]
+    sock=$(ls "$WORK"/eg/*.sock)
+    [[ "$(basename "$sock")" =~ ^[0-9a-f]{16}\.sock$ ]]
+    pid=$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $sock")
+    # Hold it as a run would, so it cannot idle out between the two runs.
+    exec 9<"$sock.lock"
+    flock -s 9
+    # The recorded spec names the socket, never the allowlist.
+    run jq -c .network "$WORK/state/run1/launch-spec.json"
+    assert_output "$(jq -cn --arg s "$sock" '{mode: "domain-allowlist", socket: $s}')"
+    run --separate-stderr sbx-run "${opts[@]}" - <<< "$(request run2)"
+    assert_success
+    [ "$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $sock")" = "$pid" ]
+    # Nobody holds it and it is idle: it goes, and takes its socket along.
+    exec 9<&-
+    timeout 20 tail --pid="$pid" -f /dev/null
+    [ ! -e "$sock" ]
+    # A bad allowlist names the request's field and starts nothing.
+    run --separate-stderr sbx-run "${opts[@]}" - <<< "$(request run3 | jq -c '.network.allowedDomains = ["127.0.0.1"]')"
+    assert_failure 2
+    [[ "$stderr" == *"network.allowedDomains[0]"*"domain names only"* ]]
+    [ ! -e "$WORK/state/run3" ]
 }
