@@ -293,12 +293,17 @@ static int append(char *out, size_t cap, size_t *n, const char *fmt, ...)
 	return 0;
 }
 
-static int append_fields(const struct sbx_http_head *h, bool request, char *out, size_t cap, size_t *n)
+/* The fields that go on; with the `added` ones of the proxy's own, no more
+ * than a parser (ours included) takes. */
+static int append_fields(const struct sbx_http_head *h, bool request, size_t added, char *out, size_t cap, size_t *n)
 {
+	size_t kept = added;
 	for (size_t i = 0; i < h->n_fields; i++) {
 		const struct sbx_http_field *f = &h->fields[i];
 		if (sbx_http_hop_by_hop(h, f, request) || (request && field_is(f, "Expect")))
 			continue;
+		if (++kept > SBX_HTTP_MAX_HEADERS)
+			return -1;
 		if (append(out, cap, n, "%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value) != 0)
 			return -1;
 	}
@@ -313,7 +318,7 @@ int sbx_http_forward_request(const struct sbx_http_head *h, const char *host, in
 	*n = 0;
 	if (append(out, cap, n, "%.*s %s%s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method_len, h->method,
 		   absolute ? "http://" : "", absolute ? authority : "", path, authority) != 0 ||
-	    append_fields(h, true, out, cap, n) != 0)
+	    append_fields(h, true, proxy_auth && *proxy_auth ? 3 : 2, out, cap, n) != 0)
 		return -1;
 	if (proxy_auth && *proxy_auth && append(out, cap, n, "Proxy-Authorization: %s\r\n", proxy_auth) != 0)
 		return -1;
@@ -324,7 +329,7 @@ int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bo
 			      size_t *n)
 {
 	*n = 0;
-	if (append(out, cap, n, "%.*s\r\n", (int)r->line_len, r->line) != 0 || append_fields(r, false, out, cap, n) != 0)
+	if (append(out, cap, n, "%.*s\r\n", (int)r->line_len, r->line) != 0 || append_fields(r, false, 1, out, cap, n) != 0)
 		return -1;
 	const char *conn = !keep_alive ? "Connection: close\r\n" : client_10 ? "Connection: keep-alive\r\n" : "";
 	return append(out, cap, n, "%s\r\n", conn);

@@ -84,7 +84,13 @@ bad_spec() {
 }
 
 @test "network, devices, environment, tmpSizeBytes" {
-    bad_spec "$(spec_sh true '{"network":{"mode":"domain-allowlist"}}')" "network.mode: domain-allowlist needs the sbx-egress gateway"
+    bad_spec "$(spec_sh true '{"network":{"mode":"domain-allowlist"}}')" "network.socket: domain-allowlist needs the absolute path of an sbx-egress gateway socket"
+    bad_spec "$(spec_sh true "{\"network\":{\"mode\":\"domain-allowlist\",\"socket\":\"$WORK/none.sock\"}}")" "network.socket: $WORK/none.sock: not a socket"
+    bad_spec "$(spec_sh true "{\"network\":{\"mode\":\"domain-allowlist\",\"socket\":\"$WS\"}}")" "not a socket"
+    bad_spec "$(spec_sh true '{"network":{"mode":"none","socket":"/x"}}')" "network.socket: only with mode"
+    bad_spec "$(spec_sh true '{"network":{"mode":"domain-allowlist","allowedDomains":["a.test"]}}')" "network.allowedDomains: unknown field"
+    bad_spec "$(spec_sh true '{"env":{"PIP_PROXY":"x"}}')" "env.PIP_PROXY: reserved"
+    bad_spec "$(spec_sh true '{"env":{"GIT_CONFIG_COUNT":"0"}}')" "env.GIT_CONFIG_COUNT: reserved"
     bad_spec "$(spec_sh true '{"network":{"mode":"open"}}')" "network.mode: must be"
     bad_spec "$(spec_sh true '{"devices":{"npu":[0]}}')" "devices: accelerators need sbx-npu"
     bad_spec "$(spec_sh true '{"environment":{"prefix":"relative"}}')" "environment.prefix: must be an absolute path"
@@ -133,7 +139,14 @@ dry_run() {
                 if (k ~ /^(SSL_CERT_FILE|SSL_CERT_DIR|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE)$/) next
                 print; print k; print v; next }
             { print }' |
-        sed -e "s|$WORK|@WORK@|g" -e "s|-$uid-$gid\$|-@UID@-@GID@|"
+        sed -e "s|$WORK|@WORK@|g" -e "s|$SBX_BIN|@BIN@|g" -e "s|-$uid-$gid\$|-@UID@-@GID@|"
+}
+
+# A Unix socket the workload's uid may use, standing in for a gateway's.
+make_socket() {
+    python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"
+    chmod 600 "$1"
+    [ "$(id -u)" -ne 0 ] || chown "$(expected_uid)" "$1"
 }
 
 # golden NAME CAPS SPEC; SBX_GOLDEN_UPDATE=1 rewrites the file (review the diff!).
@@ -162,6 +175,11 @@ golden() {
 @test "golden: managed environment" {
     mkdir -p "$WORK/env/bin"
     golden managed-env supported "$(spec_sh 'python -V' "{\"environment\":{\"prefix\":\"$WORK/env\"}}")"
+}
+
+@test "golden: domain-allowlist (bridge first, the socket at /run/sbx, proxy variables, network profile)" {
+    make_socket "$WORK/gw.sock"
+    golden domain-allowlist supported "$(spec_sh 'curl -sS http://api.test/' "{\"network\":{\"mode\":\"domain-allowlist\",\"socket\":\"$WORK/gw.sock\"}}")"
 }
 
 @test "golden: /proc bind fallback capability" {

@@ -192,6 +192,18 @@ static void rewriting(void **state)
 				 "Proxy-Authorization: Basic dTpw\r\nConnection: close\r\n\r\n");
 	assert_int_equal(sbx_http_forward_request(&h, "api.example", 80, "/", false, NULL, out, 40, &n), -1);
 
+	/* Found by fuzzing: 127 fields plus the proxy's Host and Connection
+	 * would exceed what a parser takes; refused instead of sent. */
+	char *many = malloc(SBX_HTTP_HEAD_MAX), *big = malloc(SBX_HTTP_HEAD_MAX + 8192);
+	size_t len = (size_t)sprintf(many, "GET http://a.example/ HTTP/1.1\r\n");
+	for (int i = 0; i < 127; i++)
+		len += (size_t)sprintf(many + len, "X-%d: v\r\n", i);
+	len += (size_t)sprintf(many + len, "\r\n");
+	assert_int_equal(sbx_http_parse_request(many, len, &h, why, sizeof(why)), 0);
+	assert_int_equal(sbx_http_forward_request(&h, "a.example", 80, "/", false, NULL, big, SBX_HTTP_HEAD_MAX + 8192, &n), -1);
+	free(many);
+	free(big);
+
 	const char *resp = "HTTP/1.1 301 Moved\r\nLocation: http://elsewhere.test/\r\nKeep-Alive: 5\r\n"
 			   "Connection: keep-alive\r\nContent-Length: 0\r\n\r\n";
 	assert_int_equal(sbx_http_parse_response(resp, strlen(resp), &h, why, sizeof(why)), 0);
