@@ -75,10 +75,10 @@ bin/sbx-report: $(REPORT_SRC) build/flags
 	$(CC) $(PLAIN_CFLAGS) -Wl,--as-needed -o $@ $(REPORT_SRC) -ljansson
 
 # The egress bridge is bound into sandboxes that may hold no libraries at all.
-BRIDGE_SRC := src/sbx-egress-bridge/main.c src/lib/relay.c
-bin/sbx-egress-bridge: $(BRIDGE_SRC) src/lib/relay.h build/flags
+BRIDGE_SRC := src/sbx-egress-bridge/main.c
+bin/sbx-egress-bridge: $(BRIDGE_SRC) build/flags
 	@mkdir -p bin
-	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(BRIDGE_SRC) -lpthread
+	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(BRIDGE_SRC)
 
 bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags
 	@mkdir -p bin/test

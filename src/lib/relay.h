@@ -1,6 +1,5 @@
-/* relay.h — moving bytes between two sockets the way a proxy must: through
- * a pipe with splice(2) (no copy into user space), with idle and lifetime
- * limits, half-close propagated, every byte counted. */
+/* relay.h — moving bytes between two sockets the way a proxy must: with
+ * idle and lifetime limits, half-close propagated, every byte counted. */
 #ifndef SBX_RELAY_H
 #define SBX_RELAY_H
 

@@ -82,8 +82,9 @@ struct audit {
 
 void audit_write(struct gateway *g, const struct audit *a);
 
-/* Serves one client connection of the gateway's socket, then closes it. */
-void gateway_serve(struct gateway *g, int client);
+/* Serves one client connection (bytes it already sent first), then
+ * closes it. */
+void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len);
 
 int gateway_main(int argc, char **argv);
 int check_main(int argc, char **argv);

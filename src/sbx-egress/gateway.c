@@ -159,11 +159,57 @@ struct job {
 	int fd;
 };
 
+/* A TCP stream, connected: all a bridge may hand over. */
+static bool is_tcp_connection(int fd)
+{
+	int type = 0, domain = 0, listening = 1;
+	socklen_t len = sizeof(int);
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM &&
+	       getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && (domain == AF_INET || domain == AF_INET6) &&
+	       getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && !listening;
+}
+
+/* The first byte decides: a NUL carrying one TCP connection (SCM_RIGHTS)
+ * is a bridge handing over its client, served in place of the Unix
+ * connection; anything else is the first byte of an HTTP request. */
+static void serve_connection(struct gateway *g, int uds)
+{
+	struct sbx_relay_limits lim = { .idle_ms = g->idle_ms };
+	char first;
+	struct iovec iov = { .iov_base = &first, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+			      .msg_controllen = sizeof(control.buf) };
+	ssize_t n = -1;
+	if (sbx_relay_wait(uds, POLLIN, &lim) == 0)
+		n = recvmsg(uds, &msg, MSG_CMSG_CLOEXEC);
+	int passed[4], n_passed = 0;
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && n_passed < 4; k++)
+				memcpy(&passed[n_passed++], CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+	bool handover = n == 1 && first == '\0' && n_passed == 1 && !(msg.msg_flags & MSG_CTRUNC) &&
+			is_tcp_connection(passed[0]) && fcntl(passed[0], F_SETFL, O_NONBLOCK) == 0;
+	for (int k = handover ? 1 : 0; k < n_passed; k++)
+		close(passed[k]);
+	if (handover) {
+		close(uds);
+		gateway_serve(g, passed[0], NULL, 0);
+	} else if (n == 1 && first != '\0') {
+		gateway_serve(g, uds, &first, 1);
+	} else {
+		close(uds);
+	}
+}
+
 static void *connection_thread(void *arg)
 {
 	struct job *j = arg;
 	struct gateway *g = j->g;
-	gateway_serve(g, j->fd);
+	serve_connection(g, j->fd);
 	free(j);
 	atomic_fetch_sub(&g->active, 1);
 	atomic_store(&g->last_activity_ms, sbx_monotonic_ms());

@@ -414,11 +414,15 @@ static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct
 	return ok && keep_alive;
 }
 
-void gateway_serve(struct gateway *g, int client)
+void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len)
 {
 	struct conn c = { .g = g, .client = client, .idle = { .idle_ms = g->idle_ms } };
 	char *rbuf = malloc(BUF_CAP), *out = malloc(OUT_CAP);
 	c.buf = malloc(BUF_CAP);
+	if (c.buf && sent_len <= BUF_CAP) {
+		memcpy(c.buf, sent, sent_len);
+		c.len = sent_len;
+	}
 	bool busy = atomic_load(&g->active) > g->max_tunnels;
 
 	for (bool again = c.buf && rbuf && out; again;) {
