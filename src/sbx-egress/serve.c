@@ -419,7 +419,7 @@ void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_
 	struct conn c = { .g = g, .client = client, .idle = { .idle_ms = g->idle_ms } };
 	char *rbuf = malloc(BUF_CAP), *out = malloc(OUT_CAP);
 	c.buf = malloc(BUF_CAP);
-	if (c.buf && sent_len <= BUF_CAP) {
+	if (c.buf && sent_len && sent_len <= BUF_CAP) {
 		memcpy(c.buf, sent, sent_len);
 		c.len = sent_len;
 	}
