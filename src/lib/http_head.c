@@ -337,7 +337,7 @@ int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bo
 
 enum { CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER, CH_TRAILER_LF, CH_DONE };
 
-static int hex_value(char c)
+int sbx_hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -356,7 +356,7 @@ long sbx_chunked_scan(struct sbx_chunked *c, const char *p, size_t len, bool *do
 		char ch = p[i];
 		switch (c->state) {
 		case CH_SIZE: {
-			int v = hex_value(ch);
+			int v = sbx_hex_digit(ch);
 			if (v >= 0) {
 				if (++c->digits > 15)
 					return -1;

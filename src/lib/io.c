@@ -133,3 +133,15 @@ int sbx_open_beneath(int rootfd, const char *path)
 		fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	return fd;
 }
+
+int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e)
+{
+	if (!w) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
+		return -1;
+	}
+	int fd = sbx_open_walk_root(root, st, e);
+	if (fd < 0)
+		free(w);
+	return fd;
+}

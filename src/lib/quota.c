@@ -149,15 +149,9 @@ int sbx_quota_usage(const char *root, struct sbx_usage *u, struct sbx_error *e)
 
 	memset(u, 0, sizeof(*u));
 	u->errors = json_array();
-	if (!w) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
+	int fd = sbx_walk_start(root, w, &st, e);
+	if (fd < 0)
 		return -1;
-	}
-	int fd = sbx_open_walk_root(root, &st, e);
-	if (fd < 0) {
-		free(w);
-		return -1;
-	}
 	w->u = u;
 	w->dev = st.st_dev;
 	w->root = root;

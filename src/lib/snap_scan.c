@@ -127,15 +127,9 @@ int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
-	if (!w) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
+	int fd = sbx_walk_start(root, w, &st, e);
+	if (fd < 0)
 		return -1;
-	}
-	int fd = sbx_open_walk_root(root, &st, e);
-	if (fd < 0) {
-		free(w);
-		return -1;
-	}
 	w->s = s;
 	w->dev = st.st_dev;
 	w->e = e;

@@ -13,17 +13,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes [p, p+n) into out; -1 on a bad escape or a NUL. */
 static int percent_decode(const char *p, size_t n, char *out, size_t size, size_t *len)
 {
@@ -31,9 +20,9 @@ static int percent_decode(const char *p, size_t n, char *out, size_t size, size_
 	for (size_t i = 0; i < n; i++) {
 		char c = p[i];
 		if (c == '%') {
-			if (i + 2 >= n || hex_digit(p[i + 1]) < 0 || hex_digit(p[i + 2]) < 0)
+			if (i + 2 >= n || sbx_hex_digit(p[i + 1]) < 0 || sbx_hex_digit(p[i + 2]) < 0)
 				return -1;
-			c = (char)(hex_digit(p[i + 1]) * 16 + hex_digit(p[i + 2]));
+			c = (char)(sbx_hex_digit(p[i + 1]) * 16 + sbx_hex_digit(p[i + 2]));
 			i += 2;
 		}
 		if (c == '\0' || k + 1 >= size)
