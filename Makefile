@@ -12,7 +12,9 @@ CFLAGS   += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 \
 # --as-needed: a program loads only the libraries it calls (libcrypto alone
 # costs a launch about a millisecond).
 LDFLAGS  += -Wl,--as-needed
-LDLIBS   := -ljansson -lseccomp -lcrypto -lcap-ng
+LDLIBS   := -ljansson -lseccomp -lcrypto -lcap-ng -lmicrohttpd -lsqlite3 -lpthread
+# runnerVersion: the commit's 8 hex digits, "-dirty" with local changes.
+BUILD_ID := $(or $(shell git rev-parse --short=8 HEAD 2>/dev/null),unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 # try-syscall probes raw syscalls: sanitizer interceptors would change what it
 # calls, so it is always built from the plain flags.
 PLAIN_CFLAGS := $(filter-out -MMD -MP,$(CFLAGS))
@@ -57,6 +59,13 @@ build/flags: FORCE
 build/%.o: src/%.c build/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+build/build-id: FORCE
+	@mkdir -p build
+	@echo '$(BUILD_ID)' | cmp -s - $@ || echo '$(BUILD_ID)' > $@
+
+build/sbx-httpd/main.o: build/build-id
+build/sbx-httpd/main.o: CFLAGS += -DSBX_BUILD_ID='"$(BUILD_ID)"'
 
 build/libsbx.a: $(LIB_OBJ)
 	@rm -f $@

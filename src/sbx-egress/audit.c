@@ -1,6 +1,7 @@
 /* audit.c — the gateway's audit log: one JSON line per decision, written
  * whole with one append so concurrent tunnels never interleave. */
 #include "egress.h"
+#include "../lib/clock.h"
 #include "../lib/json.h"
 
 #include <jansson.h>
@@ -10,22 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static void utc_now(char *out, size_t size)
-{
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, size - n, ".%03ldZ", ts.tv_nsec / 1000000);
-}
-
 void audit_write(struct gateway *g, const struct audit *a)
 {
 	if (g->log_fd < 0)
 		return;
-	char now[40];
-	utc_now(now, sizeof(now));
+	char now[SBX_ISO_TIME_SIZE];
+	sbx_iso_time(sbx_wall_ms(), now);
 	json_t *line = json_pack("{s:s,s:s,s:o,s:o,s:i,s:s?,s:s,s:i,s:o,s:I,s:I,s:I}", "time", now, "revision",
 				 g->policy.revision, "method", sbx_json_string_lossy(a->method), "host",
 				 sbx_json_string_lossy(a->host), "port", a->port, "address",

@@ -1,6 +1,7 @@
 /* report.c — events on stdout (JSON lines) and the result, also written
  * atomically as result.json: a crash leaves no result.json or a whole one. */
 #include "run.h"
+#include "../lib/clock.h"
 #include "../lib/atomic_file.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
@@ -14,21 +15,15 @@
 
 long long run_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return sbx_wall_ms();
 }
 
 static json_t *iso_time(long long ms)
 {
-	char buf[40];
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
+	char buf[SBX_ISO_TIME_SIZE];
 	if (!ms)
 		return json_null();
-	gmtime_r(&s, &tm);
-	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, sizeof(buf) - n, ".%03lldZ", ms % 1000);
+	sbx_iso_time(ms, buf);
 	return json_string(buf);
 }
 

@@ -1,0 +1,156 @@
+/* execute.c — POST /execute and /execute-shell (runner-api 5.1): signature,
+ * JSON, kernelMode, workspace, the 60 s executionId window, then the
+ * (session, agent) FIFO and the workspace's, then one sbx-run. A client
+ * that goes away takes its execution with it. */
+#include "httpd.h"
+#include "gate.h"
+#include "request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ID_WINDOW_MS 60000
+
+/* Records the id unless it was seen within the window: false means 409. */
+static bool claim_id(const char *id)
+{
+	long long now = sbx_wall_ms();
+	pthread_mutex_lock(&g_server.lock);
+	const char *key;
+	json_t *v, *tmp;
+	json_object_foreach_safe(g_server.seen_ids, tmp, key, v)
+		if (now - json_integer_value(v) > ID_WINDOW_MS)
+			json_object_del(g_server.seen_ids, key);
+	bool fresh = !json_object_get(g_server.seen_ids, id);
+	if (fresh)
+		json_object_set_new(g_server.seen_ids, id, json_integer(now));
+	pthread_mutex_unlock(&g_server.lock);
+	return fresh;
+}
+
+static struct active *track(const struct api_exec *x)
+{
+	struct active *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	snprintf(a->execution_id, sizeof(a->execution_id), "%s", x->id);
+	snprintf(a->session_id, sizeof(a->session_id), "%s", x->session);
+	snprintf(a->agent_id, sizeof(a->agent_id), "%s", x->agent);
+	snprintf(a->language, sizeof(a->language), "%s", x->language);
+	sbx_iso_time(sbx_wall_ms(), a->queued_at);
+	pthread_mutex_lock(&g_server.lock);
+	a->next = g_server.active;
+	g_server.active = a;
+	pthread_mutex_unlock(&g_server.lock);
+	return a;
+}
+
+static void untrack(struct active *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&g_server.lock);
+	for (struct active **p = &g_server.active; *p; p = &(*p)->next)
+		if (*p == a) {
+			*p = a->next;
+			break;
+		}
+	pthread_mutex_unlock(&g_server.lock);
+	free(a);
+}
+
+struct watch {
+	struct req *r;
+	struct child *c;
+	struct active *a;
+	bool gone;
+};
+
+static bool gone(void *arg)
+{
+	struct watch *w = arg;
+	if (!w->gone && client_gone(w->r))
+		w->gone = true;
+	if (w->c && w->c->started && w->a && !w->a->running) {
+		pthread_mutex_lock(&g_server.lock);
+		w->a->running = true;
+		sbx_iso_time(sbx_wall_ms(), w->a->started_at);
+		pthread_mutex_unlock(&g_server.lock);
+	}
+	return w->gone;
+}
+
+/* The answer for a run that ended: 200 with the result when the workload
+ * ran to an exit; 400 with the upstream's message otherwise. */
+static enum MHD_Result answer(struct req *r, const struct api_exec *x, struct child *c)
+{
+	json_t *res = c->result;
+	const char *failure = json_string_value(json_object_get(res, "failureClass"));
+	const char *error = json_string_value(json_object_get(res, "error"));
+	if (res && c->exit_code == 0 && !failure)
+		return reply_json(r, 200, runner_api_result(x, res));
+	return reply_error(r, 400, "%s", error ? error : c->diag[0] ? c->diag : "the execution failed");
+}
+
+enum MHD_Result handle_execute(struct req *r, bool shell)
+{
+	enum MHD_Result sent;
+	char workspace[PATH_MAX], msg[1024], key[PATH_MAX + 600];
+	struct api_exec x;
+	json_t *run = NULL;
+
+	if (r->too_large)
+		return reply_error(r, 400, "Request body exceeds the %d byte limit", BODY_LIMIT);
+	if (!auth_signature(&g_server.cfg, r))
+		return reply_error(r, 401, "Invalid or expired execution signature");
+	json_t *doc = body_object(r, &sent);
+	if (!doc)
+		return sent;
+	if (request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg)) != 0) {
+		json_decref(doc);
+		return reply_error(r, 400, "%s", msg);
+	}
+	const char *id = json_string_value(json_object_get(doc, "executionId"));
+	if (id && *id && !claim_id(id)) {
+		json_decref(doc);
+		return reply_error(r, 409, "Execution ID has already been used");
+	}
+	int rc = request_build(doc, shell, workspace, &x, &run, msg, sizeof(msg));
+	json_decref(doc);
+	if (rc != 0)
+		return reply_error(r, 400, "%s", msg);
+
+	struct watch w = { .r = r, .a = track(&x) };
+	snprintf(key, sizeof(key), "agent:%s\n%s", x.session, x.agent);
+	struct waiter *agent_turn = gate_enter(key, gone, &w), *ws_turn = NULL;
+	snprintf(key, sizeof(key), "ws:%s", x.workspace);
+	if (agent_turn && !w.gone)
+		ws_turn = gate_enter(key, gone, &w);
+	struct child c;
+	struct sbx_error e;
+	bool ran = false;
+	if (ws_turn && !w.gone) {
+		if (runner_start(run, &c, &e) == 0) {
+			w.c = &c;
+			runner_wait(&c, gone, &w);
+			ran = true;
+		} else {
+			snprintf(msg, sizeof(msg), "%s", e.message);
+		}
+	}
+	gate_leave(ws_turn);
+	gate_leave(agent_turn);
+	untrack(w.a);
+	json_decref(run);
+	if (w.gone || !ws_turn) {
+		if (ran)
+			runner_free(&c);
+		return MHD_NO; /* nobody to answer: the connection is closed */
+	}
+	if (!ran)
+		return reply_error(r, 400, "%s", msg);
+	enum MHD_Result out = answer(r, &x, &c);
+	runner_free(&c);
+	return out;
+}

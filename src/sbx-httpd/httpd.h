@@ -1,0 +1,114 @@
+/* httpd.h — what sbx-httpd's files share: the configuration, the request
+ * being answered, the reply helpers, and the state behind the endpoints.
+ * sbx-httpd holds no sandbox logic: every execution is an sbx-run child. */
+#ifndef SBX_HTTPD_H
+#define SBX_HTTPD_H
+
+#include "../lib/clock.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define BODY_LIMIT 2000000
+
+struct config {
+	char host[256];
+	int port;
+	char socket_path[108];       /* "": TCP */
+	char token[4096];
+	size_t token_len;
+	char data_dir[PATH_MAX];     /* absolute */
+	char bwrap[PATH_MAX];
+	long long exec_timeout_ms;
+	long long max_output_bytes;
+	long long max_workspace_bytes;
+	long long signature_max_age_ms;
+	bool npu_broker;
+	bool scientific_envs;
+};
+
+/* Reads and validates every variable of runner-api 1.2 that applies; a bad
+ * value stops startup with a message naming the variable. */
+void config_load(struct config *c);
+
+/* The programs sbx-httpd drives, found next to it. */
+struct programs {
+	char run[PATH_MAX];
+	char egress[PATH_MAX];
+	char bridge[PATH_MAX];
+};
+
+/* One legacy execution as /status lists it. */
+struct active {
+	char execution_id[161], session_id[256], agent_id[256], language[8];
+	char queued_at[32], started_at[32];
+	bool running;
+	struct active *next;
+};
+
+struct server {
+	struct config cfg;
+	struct programs prog;
+	char version[32];            /* runnerVersion */
+	char execution_user[64];
+	bool network_available;
+	char network_reason[256];
+	pthread_mutex_t lock;        /* active, seen ids, managed bookkeeping */
+	struct active *active;
+	json_t *seen_ids;            /* executionId -> first-seen ms (60 s window) */
+	sqlite3 *db;
+	pthread_mutex_t db_lock;
+	struct managed_run *managed; /* running or queued managed executions */
+};
+
+extern struct server g_server;
+
+/* One request, its body read whole (or refused as too large). */
+struct req {
+	struct MHD_Connection *conn;
+	const char *method, *path;
+	char *body;
+	size_t len;
+	bool too_large;
+};
+
+/* Replies. Every body is compact JSON plus a newline with the spec's
+ * headers; errors are {"error": message}. */
+enum MHD_Result reply_json(struct req *r, unsigned status, json_t *body);
+enum MHD_Result reply_error(struct req *r, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *query(struct req *r, const char *name);
+const char *header(struct req *r, const char *name);
+/* The JSON body (an object), or NULL after a 400 was sent. */
+json_t *body_object(struct req *r, enum MHD_Result *sent);
+/* Whether the client has gone (its socket closed). */
+bool client_gone(struct req *r);
+
+/* auth.c */
+bool auth_bearer(const struct config *c, struct req *r);
+bool auth_signature(const struct config *c, struct req *r);
+
+/* Endpoints. */
+enum MHD_Result route(struct req *r);
+enum MHD_Result handle_health(struct req *r);
+enum MHD_Result handle_status(struct req *r);
+enum MHD_Result handle_resources(struct req *r);
+enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
+enum MHD_Result handle_unavailable(struct req *r, const char *what, const char *id);
+enum MHD_Result handle_execute(struct req *r, bool shell);
+enum MHD_Result handle_managed_start(struct req *r);
+enum MHD_Result handle_managed_get(struct req *r, const char *id);
+enum MHD_Result handle_managed_logs(struct req *r, const char *id);
+enum MHD_Result handle_managed_cancel(struct req *r, const char *id);
+
+/* time.c: ISO-8601 UTC with milliseconds, and the wall clock in ms. */
+long long now_ms(void);
+void sbx_iso_time(long long ms, char out[32]);
+
+#endif

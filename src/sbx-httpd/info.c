@@ -1,0 +1,151 @@
+/* info.c — the read-only endpoints: /health (from startup facts only: no
+ * file or process per request), /status, /resources, the kernel routes
+ * (persistent kernels are rejected, so there are none), and the answers of
+ * features this build does not have. */
+#include "httpd.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+enum MHD_Result handle_health(struct req *r)
+{
+	const struct server *s = &g_server;
+	json_t *modes = json_pack("[s]", "none");
+	if (s->network_available)
+		json_array_append_new(modes, json_string("domain-allowlist"));
+	json_t *network = json_pack("{s:b,s:o}", "available", 1, "modes", modes);
+	if (!s->network_available)
+		json_object_set_new(network, "unavailableReason", json_string(s->network_reason));
+	json_t *envs = json_pack("{s:b,s:b,s:[],s:n,s:b,s:s}", "available", 0, "enabled", 0, "languages", "provisioner",
+				 "startersReady", 0, "unavailableReason",
+				 "Scientific environments are disabled by configuration");
+	json_t *body = json_pack(
+		"{s:b,s:s,s:s,s:s,s:s,s:I,s:i,s:I,s:I,s:s,s:b,s:{s:b,s:i,s:[]},s:s,s:s,s:s,s:o,s:o,s:s,s:s,s:n}",
+		"cgroupDelegated", 0, "cgroupMode", "none", "cgroupRoot", "", "executionAuth", "bearer+hmac-sha256",
+		"executionUser", s->execution_user, "executionTimeoutMs", (json_int_t)s->cfg.exec_timeout_ms,
+		"maxFileBytes", 0, "maxOutputBytes", (json_int_t)s->cfg.max_output_bytes, "maxWorkspaceBytes",
+		(json_int_t)s->cfg.max_workspace_bytes, "networkPolicy", "none", "noNewPrivileges", 1, "npuBroker",
+		"enabled", 0, "queueConcurrency", 1, "workloads", "runnerVersion", s->version, "platform", "linux",
+		"sandbox", "bubblewrap", "sandboxNetwork", network, "scientificEnvs", envs, "seccompBaseline",
+		"multiarch-v1-profile-aware", "status", "ok", "workerConcurrency");
+	return reply_json(r, 200, body);
+}
+
+enum MHD_Result handle_status(struct req *r)
+{
+	char now[32];
+	json_t *active = json_array();
+	sbx_iso_time(sbx_wall_ms(), now);
+	pthread_mutex_lock(&g_server.lock);
+	for (struct active *a = g_server.active; a; a = a->next) {
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "agentId", a->agent_id, "executionId",
+				      a->execution_id, "kernelMode", "ephemeral", "language", a->language, "queuedAt",
+				      a->queued_at, "sessionId", a->session_id, "status", a->running ? "running" : "queued");
+		if (a->running)
+			json_object_set_new(o, "startedAt", json_string(a->started_at));
+		json_array_append_new(active, o);
+	}
+	pthread_mutex_unlock(&g_server.lock);
+	return reply_json(r, 200, json_pack("{s:o,s:s,s:[],s:[],s:s,s:s}", "activeExecutions", active, "capturedAt",
+					    now, "kernels", "npuJobs", "runnerVersion", g_server.version, "status",
+					    "ok"));
+}
+
+enum MHD_Result handle_resources(struct req *r)
+{
+	char now[32], disk_path[PATH_MAX + 32], real[PATH_MAX];
+	struct sysinfo si;
+	double load[1] = { 0 };
+	sbx_iso_time(sbx_wall_ms(), now);
+	sysinfo(&si);
+	getloadavg(load, 1);
+	json_t *body = json_pack("{s:s,s:I,s:f,s:I,s:I,s:I}", "capturedAt", now, "cpuCores",
+				 (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "loadAverage1m", load[0], "memoryTotalBytes",
+				 (json_int_t)si.totalram * si.mem_unit, "memoryFreeBytes",
+				 (json_int_t)si.freeram * si.mem_unit, "uptimeSeconds", (json_int_t)si.uptime);
+	snprintf(disk_path, sizeof(disk_path), "%s/remote-workspaces", g_server.cfg.data_dir);
+	struct statvfs vfs;
+	if (realpath(disk_path, real) && statvfs(real, &vfs) == 0) {
+		json_object_set_new(body, "workspaceDisk",
+				    json_pack("{s:s,s:I,s:I}", "path", real, "totalBytes",
+					      (json_int_t)vfs.f_blocks * (json_int_t)vfs.f_frsize, "availableBytes",
+					      (json_int_t)vfs.f_bavail * (json_int_t)vfs.f_frsize));
+	} else {
+		json_object_set_new(body, "workspaceDisk", json_null());
+		json_object_set_new(body, "workspaceDiskError", json_string("the remote-workspaces directory is unavailable"));
+	}
+	return reply_json(r, 200, body);
+}
+
+/* Persistent kernels are rejected, so teardown finds none: count 0. The
+ * session form still waits for the session's executions to finish. */
+enum MHD_Result handle_kernels(struct req *r, const char *kernel_id)
+{
+	enum MHD_Result sent;
+	json_t *doc = body_object(r, &sent);
+	if (!doc)
+		return sent;
+	const char *reason = json_string_value(json_object_get(doc, "reason"));
+	reason = reason ? reason : "Persistent kernel memory was cleared";
+	json_t *body;
+	if (kernel_id) {
+		body = json_pack("{s:i,s:s,s:s}", "count", 0, "kernelId", kernel_id, "reason", reason);
+	} else {
+		const char *session = json_string_value(json_object_get(doc, "sessionId"));
+		if (!session || !*session || strspn(session, " \t\r\n") == strlen(session)) {
+			json_decref(doc);
+			return reply_error(r, 400, "sessionId is required");
+		}
+		for (;;) {
+			bool busy = false;
+			pthread_mutex_lock(&g_server.lock);
+			for (struct active *a = g_server.active; a; a = a->next)
+				busy = busy || !strcmp(a->session_id, session);
+			pthread_mutex_unlock(&g_server.lock);
+			if (!busy || client_gone(r))
+				break;
+			usleep(50 * 1000); /* polls the registry: executions signal nothing here */
+		}
+		body = json_pack("{s:i,s:s}", "count", 0, "reason", reason);
+	}
+	json_decref(doc);
+	return reply_json(r, 200, body);
+}
+
+/* runner-api 5.4 without a store, 5.5 with the broker disabled. */
+enum MHD_Result handle_unavailable(struct req *r, const char *what, const char *id)
+{
+	const char *session = query(r, "session_id") ? query(r, "session_id") : query(r, "sessionId");
+	bool has_session = session && strspn(session, " \t") != strlen(session);
+	if (!strcmp(what, "environments"))
+		return reply_error(r, 400, "Scientific environments are unavailable");
+	if (!strcmp(what, "npu-devices")) {
+		char now[32];
+		sbx_iso_time(sbx_wall_ms(), now);
+		return reply_json(r, 200, json_pack("{s:s,s:[],s:b}", "capturedAt", now, "devices", "supported", 0));
+	}
+	if (!strcmp(what, "npu-submit") || !strcmp(what, "npu-cancel")) {
+		if (!auth_signature(&g_server.cfg, r))
+			return reply_error(r, 401, !strcmp(what, "npu-submit") ? "Invalid or expired NPU job signature"
+									: "Invalid or expired NPU job cancel signature");
+		if (!strcmp(what, "npu-submit"))
+			return reply_error(r, 400, "NPU Broker is disabled");
+		json_t *doc = r->len ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+		const char *sid = json_string_value(json_object_get(doc, "sessionId"));
+		bool ok = sid && *sid;
+		json_decref(doc);
+		if (!ok)
+			return reply_error(r, 400, "sessionId is required for NPU job cancel");
+		return reply_error(r, 400, "NPU job not found in this Session");
+	}
+	if (!has_session)
+		return reply_error(r, 400, "session_id is required for NPU job access");
+	if (!strcmp(what, "npu-list"))
+		return reply_json(r, 200, json_array());
+	if (!strcmp(what, "npu-logs"))
+		return reply_error(r, 400, "Unknown NPU job: %s", id);
+	return reply_error(r, 404, "NPU job not found");
+}

@@ -1,0 +1,227 @@
+/* sbx-httpd — the runner HTTP API (runner-api.md) on 127.0.0.1:4311 or a
+ * Unix socket. Startup: configuration, data dir, the probe (bwrap must run
+ * and have the required options), the execution store; then it serves.
+ * Every execution is an sbx-run child; no sandbox logic lives here. */
+#include "httpd.h"
+#include "store.h"
+#include "../lib/atomic_file.h"
+#include "../lib/cli.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
+#include "../lib/probe_cache.h"
+#include "../lib/run_sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#ifndef SBX_BUILD_ID
+#define SBX_BUILD_ID "unknown"
+#endif
+
+struct server g_server;
+struct MHD_Daemon *server_start(int listen_fd);
+
+static _Noreturn void die(const char *code, const char *fmt, const char *detail)
+{
+	struct sbx_error e;
+	sbx_error_set(&e, SBX_EXIT_USAGE, code, fmt, detail);
+	sbx_die(&e);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sbx-httpd [--ready-fd FD]\n"
+		"\n"
+		"Serves the runner API (sbx-httpd(8)) on SCIENCE_AGENT_RUNNER_HOST:SCIENCE_AGENT_RUNNER_PORT\n"
+		"(127.0.0.1:4311) or the Unix socket SCIENCE_AGENT_RUNNER_SOCKET. Configured by the\n"
+		"SCIENCE_AGENT_* variables only. --ready-fd FD: once listening, write the address there\n"
+		"as one JSON line ({\"host\",\"port\"} or {\"socket\"}) and close it.\n");
+	sbx_cli_print_exit_codes(out);
+}
+
+/* The data dir and the directories the API shows, checked writable. */
+static void prepare_data_dir(const struct config *c)
+{
+	struct sbx_error e;
+	static const char *const subdirs[] = { "projects", "remote-workspaces", "runner-executions", NULL };
+	char path[PATH_MAX + 64];
+	if (sbx_mkdir_p(c->data_dir, 0755, &e) != 0)
+		sbx_die(&e);
+	for (int i = 0; subdirs[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", c->data_dir, subdirs[i]);
+		if (sbx_mkdir_p(path, 0755, &e) != 0)
+			sbx_die(&e);
+	}
+	snprintf(path, sizeof(path), "%s/.write-check-XXXXXX", c->data_dir);
+	int fd = mkstemp(path);
+	if (fd < 0)
+		die("data-dir-unwritable", "SCIENCE_AGENT_DATA_DIR: %s is not writable", c->data_dir);
+	close(fd);
+	unlink(path);
+}
+
+/* runner-api 1.1: bwrap must run and have the required options; a host
+ * that cannot build a sandbox only warns (executions will say why). */
+static void preflight(const struct config *c)
+{
+	char cache[PATH_MAX + 16];
+	snprintf(cache, sizeof(cache), "%s/cache", c->data_dir);
+	struct sbx_probe_request req = { .bwrap = c->bwrap, .cache_dir = cache };
+	json_t *answer = sbx_probe(&req);
+	json_t *missing = json_object_get(answer, "missingOptions");
+	if (json_is_null(json_object_get(json_object_get(answer, "bwrap"), "path")))
+		die("bwrap-missing", "SCIENCE_AGENT_BWRAP_PATH: %s cannot run", c->bwrap);
+	if (json_array_size(missing)) {
+		char list[512] = "";
+		size_t i;
+		json_t *v;
+		json_array_foreach(missing, i, v)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", json_string_value(v));
+		die("bwrap-options", "bubblewrap lacks required sandbox options: %s", list);
+	}
+	if (!json_is_true(json_object_get(answer, "usable")))
+		sbx_diag("warning", "sandbox-unusable", NULL, "the probe sandbox could not be built: %s",
+			 json_string_value(json_object_get(answer, "detail")) ? json_string_value(json_object_get(answer, "detail")) : "unknown");
+	json_decref(answer);
+}
+
+static void find_programs(struct server *s)
+{
+	if (sbx_sibling_program("sbx-run", s->prog.run, sizeof(s->prog.run)) != 0)
+		die("sbx-run-missing", "%s", "sbx-run was found neither next to sbx-httpd nor on PATH");
+	bool egress = sbx_sibling_program("sbx-egress", s->prog.egress, sizeof(s->prog.egress)) == 0;
+	bool bridge = sbx_sibling_program("sbx-egress-bridge", s->prog.bridge, sizeof(s->prog.bridge)) == 0;
+	s->network_available = egress && bridge;
+	if (!s->network_available)
+		snprintf(s->network_reason, sizeof(s->network_reason),
+			 "Sandbox network access (domain-allowlist) is unavailable: sbx-egress and sbx-egress-bridge are not installed next to sbx-httpd");
+}
+
+static int listen_tcp(const struct config *c, char *where, size_t size)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
+	char port[8];
+	snprintf(port, sizeof(port), "%d", c->port);
+	if (getaddrinfo(c->host, port, &hints, &res) != 0)
+		die("bad-config", "SCIENCE_AGENT_RUNNER_HOST: %s cannot be resolved", c->host);
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0)
+		die("listen-failed", "cannot listen on SCIENCE_AGENT_RUNNER_HOST:SCIENCE_AGENT_RUNNER_PORT: %s", strerror(errno));
+	freeaddrinfo(res);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+	getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(where, size, "{\"host\":\"%.100s\",\"port\":%.8s}", host, serv);
+	return fd;
+}
+
+/* runner-api 1.1: parent 0700, a stale socket removed, the socket 0600. */
+static int listen_unix(const struct config *c, char *where, size_t size)
+{
+	struct sbx_error e;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s", c->socket_path);
+	*strrchr(parent, '/') = '\0';
+	if (*parent && sbx_mkdir_p(parent, 0700, &e) != 0)
+		sbx_die(&e);
+	if (*parent)
+		chmod(parent, 0700);
+	struct stat st;
+	if (lstat(c->socket_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			die("bad-config", "SCIENCE_AGENT_RUNNER_SOCKET: %s exists and is not a socket", c->socket_path);
+		unlink(c->socket_path);
+	}
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket_path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	mode_t old = umask(0177);
+	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc != 0 || chmod(c->socket_path, 0600) != 0 || listen(fd, 128) != 0)
+		die("listen-failed", "SCIENCE_AGENT_RUNNER_SOCKET: %s", strerror(errno));
+	json_t *w = json_pack("{s:s}", "socket", c->socket_path);
+	char *text = json_dumps(w, JSON_COMPACT);
+	snprintf(where, size, "%s", text ? text : "{}");
+	free(text);
+	json_decref(w);
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	struct server *s = &g_server;
+	int ready_fd = -1;
+
+	sbx_diag_program("sbx-httpd");
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return SBX_EXIT_OK;
+		} else if (!strcmp(argv[i], "--version")) {
+			sbx_cli_print_version("sbx-httpd");
+			return SBX_EXIT_OK;
+		} else if (!strcmp(argv[i], "--ready-fd") && i + 1 < argc) {
+			ready_fd = (int)sbx_cli_parse_long("--ready-fd", argv[++i], 3, 1 << 20);
+		} else {
+			sbx_cli_bad_option("sbx-httpd", argv[i]);
+		}
+	}
+	config_load(&s->cfg);
+	snprintf(s->version, sizeof(s->version), "%s", SBX_BUILD_ID);
+	struct passwd *pw = getpwuid(geteuid());
+	snprintf(s->execution_user, sizeof(s->execution_user), "%s",
+		 pw ? pw->pw_name : getenv("USER") ? getenv("USER") : "unknown");
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->db_lock, NULL);
+	s->seen_ids = json_object();
+	/* The stages this process runs see the same data dir and bwrap. */
+	setenv("SBX_DATA_DIR", s->cfg.data_dir, 1);
+	setenv("SCIENCE_AGENT_BWRAP_PATH", s->cfg.bwrap, 1);
+	prepare_data_dir(&s->cfg);
+	find_programs(s);
+	preflight(&s->cfg);
+	struct sbx_error e;
+	if (store_open(s, &e) != 0)
+		sbx_die(&e);
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL); /* every thread: only sigwait below sees them */
+	signal(SIGPIPE, SIG_IGN);
+	char where[512];
+	int fd = s->cfg.socket_path[0] ? listen_unix(&s->cfg, where, sizeof(where))
+				       : listen_tcp(&s->cfg, where, sizeof(where));
+	struct MHD_Daemon *d = server_start(fd);
+	if (!d)
+		die("listen-failed", "%s", "libmicrohttpd did not start");
+	sbx_diag("info", "listening", NULL, "%s", where);
+	if (ready_fd >= 0) {
+		dprintf(ready_fd, "%s\n", where);
+		close(ready_fd);
+	}
+	int sig;
+	sigwait(&mask, &sig);
+	/* Running executions are sbx-run children that die with us (their
+	 * records read "unknown" at the next start); the socket goes now. */
+	if (s->cfg.socket_path[0])
+		unlink(s->cfg.socket_path);
+	return SBX_EXIT_OK;
+}

@@ -1,0 +1,303 @@
+/* managed.c — managed shell executions (runner-api 5.6): owned by the
+ * runner, recorded in SQLite, FIFO per canonical workspace, output stored
+ * as it arrives in chunks of at most 4096 characters cut at UTF-8
+ * boundaries, cancelled on request, never replayed after a restart. */
+#include "httpd.h"
+#include "gate.h"
+#include "request.h"
+#include "store.h"
+#include "../lib/json.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK_UNITS 4096 /* JavaScript string length: UTF-16 code units */
+
+struct tail {
+	const char *stream;
+	int fd;
+	char pending[4];     /* an incomplete UTF-8 sequence from the last read */
+	size_t n_pending;
+};
+
+struct managed_run {
+	struct api_exec x;
+	json_t *run;
+	volatile bool cancel;
+	struct child *child;
+	struct tail tails[2];
+	struct managed_run *next;
+};
+
+/* Length of the UTF-8 sequence a lead byte starts (1 for anything invalid). */
+static size_t seq_len(unsigned char b)
+{
+	return b >= 0xf0 && b < 0xf8 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+}
+
+/* Stores text (valid UTF-8) as chunks of at most CHUNK_UNITS UTF-16 units. */
+static void store_chunks(const char *id, const char *stream, const char *text)
+{
+	size_t start = 0, i = 0, units = 0, n = strlen(text);
+	while (i < n) {
+		size_t len = seq_len((unsigned char)text[i]), u = len == 4 ? 2 : 1;
+		if (units + u > CHUNK_UNITS) {
+			char *part = strndup(text + start, i - start);
+			store_append_log(id, stream, part);
+			free(part);
+			start = i;
+			units = 0;
+		}
+		units += u;
+		i += len;
+	}
+	if (i > start)
+		store_append_log(id, stream, text + start);
+}
+
+/* Reads what sbx-run has written to one output file since the last call. */
+static void tail_read(struct managed_run *m, struct tail *t)
+{
+	if (t->fd < 0) {
+		char path[PATH_MAX + 128];
+		snprintf(path, sizeof(path), "%s/%.6s.txt", m->child->exec_dir, t->stream);
+		if ((t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+			return;
+	}
+	char buf[65536 + 4];
+	for (;;) {
+		memcpy(buf, t->pending, t->n_pending);
+		ssize_t n = read(t->fd, buf + t->n_pending, 65536);
+		if (n <= 0)
+			return;
+		size_t total = t->n_pending + (size_t)n, end = total;
+		/* Hold back a sequence the writer has not finished. */
+		for (size_t back = 1; back <= 3 && back <= total; back++) {
+			unsigned char b = (unsigned char)buf[total - back];
+			if ((b & 0xc0) == 0x80)
+				continue;
+			if (b >= 0xc0 && seq_len(b) > back)
+				end = total - back;
+			break;
+		}
+		t->n_pending = total - end;
+		memcpy(t->pending, buf + end, t->n_pending);
+		buf[end] = '\0';
+		json_t *text = sbx_json_string_lossy(buf); /* invalid bytes become U+FFFD */
+		if (text && end)
+			store_chunks(m->x.id, t->stream, json_string_value(text));
+		json_decref(text);
+	}
+}
+
+static bool tick(void *arg)
+{
+	struct managed_run *m = arg;
+	if (m->child) {
+		tail_read(m, &m->tails[0]);
+		tail_read(m, &m->tails[1]);
+	}
+	return m->cancel;
+}
+
+static void unregister(struct managed_run *m)
+{
+	pthread_mutex_lock(&g_server.lock);
+	for (struct managed_run **p = &g_server.managed; *p; p = &(*p)->next)
+		if (*p == m) {
+			*p = m->next;
+			break;
+		}
+	pthread_mutex_unlock(&g_server.lock);
+}
+
+/* Ends the record after a run: completed on exit 0, failed on another exit
+ * or an error, cancelled when asked; the snapshot is its version. */
+static void finish(struct managed_run *m, struct child *c)
+{
+	char now[32];
+	sbx_iso_time(sbx_wall_ms(), now);
+	json_t *res = c->result;
+	const char *failure = json_string_value(json_object_get(res, "failureClass"));
+	const char *error = json_string_value(json_object_get(res, "error"));
+	json_t *api = res ? runner_api_result(&m->x, res) : NULL;
+	json_t *version = json_object_get(api, "workspaceSnapshot");
+	bool truncated = json_is_true(json_object_get(res, "truncated"));
+	const char *state;
+	if (m->cancel && (c->exit_code == 10 || (failure && !strcmp(failure, "cancelled"))))
+		state = "cancelled";
+	else if (res && c->exit_code == 0 && !failure)
+		state = json_integer_value(json_object_get(res, "exitCode")) == 0 ? "completed" : "failed";
+	else
+		state = "failed";
+	if (c->started && res && !version && c->exit_code == 0) {
+		state = "failed";
+		error = "Execution ended, but workspace version commit failed: no snapshot was recorded";
+	}
+	if (strcmp(state, "completed") && strcmp(state, "failed"))
+		error = error ? error : NULL;
+	store_update(m->x.id, state, NULL, now, c->exit_code == 0 || !strcmp(state, "cancelled") ? api : NULL,
+		     !strcmp(state, "completed") ? NULL : (error ? error : (c->diag[0] ? c->diag : NULL)),
+		     version, truncated);
+	json_decref(api);
+}
+
+static void *worker(void *arg)
+{
+	struct managed_run *m = arg;
+	char key[PATH_MAX + 8];
+	snprintf(key, sizeof(key), "ws:%s", m->x.workspace);
+	struct waiter *turn = gate_enter(key, tick, m);
+	if (!turn || m->cancel) {
+		char now[32];
+		sbx_iso_time(sbx_wall_ms(), now);
+		store_update(m->x.id, "cancelled", NULL, now, NULL, NULL, NULL, false);
+	} else {
+		struct child c;
+		struct sbx_error e;
+		if (runner_start(m->run, &c, &e) != 0) {
+			char now[32];
+			sbx_iso_time(sbx_wall_ms(), now);
+			store_update(m->x.id, "failed", NULL, now, NULL, e.message, NULL, false);
+		} else {
+			char started[32];
+			sbx_iso_time(sbx_wall_ms(), started);
+			store_update(m->x.id, "running", started, NULL, NULL, NULL, NULL, false);
+			m->child = &c;
+			runner_wait(&c, tick, m);
+			tick(m);
+			finish(m, &c);
+			m->child = NULL;
+			runner_free(&c);
+		}
+	}
+	gate_leave(turn);
+	unregister(m);
+	for (int i = 0; i < 2; i++)
+		if (m->tails[i].fd >= 0)
+			close(m->tails[i].fd);
+	json_decref(m->run);
+	free(m);
+	return NULL;
+}
+
+static bool valid_id(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+	return n >= 1 && n <= 160 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:.-") == n;
+}
+
+enum MHD_Result handle_managed_start(struct req *r)
+{
+	enum MHD_Result sent;
+	char workspace[PATH_MAX], msg[1024], now[32];
+	if (r->too_large)
+		return reply_error(r, 400, "Request body exceeds the %d byte limit", BODY_LIMIT);
+	if (!auth_signature(&g_server.cfg, r))
+		return reply_error(r, 401, "Invalid or expired execution signature");
+	json_t *doc = body_object(r, &sent);
+	if (!doc)
+		return sent;
+	struct managed_run *m = calloc(1, sizeof(*m));
+	/* Owned by the runner: no client deadline ever kills it. */
+	json_object_set_new(doc, "executionTimeoutMs", json_integer(0));
+	int rc = !m ? -1 : request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg));
+	if (rc == 0 && !valid_id(json_string_value(json_object_get(doc, "executionId")))) {
+		snprintf(msg, sizeof(msg), "Invalid Execution ID");
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = request_build(doc, true, workspace, &m->x, &m->run, msg, sizeof(msg));
+	json_decref(doc);
+	if (rc != 0) {
+		free(m);
+		return reply_error(r, 400, "%s", m ? msg : "out of memory");
+	}
+	sbx_iso_time(sbx_wall_ms(), now);
+	int stored = store_insert(m->x.id, m->x.session, m->x.agent, m->x.workspace, now);
+	if (stored != 0) {
+		json_decref(m->run);
+		free(m);
+		return reply_error(r, 400, "%s",
+				   stored > 0 ? "Execution ID has already been used; query it instead of replaying the command"
+					      : "the execution store refused the record");
+	}
+	m->tails[0] = (struct tail){ .stream = "stdout", .fd = -1 };
+	m->tails[1] = (struct tail){ .stream = "stderr", .fd = -1 };
+	json_t *reply = json_pack("{s:s,s:s,s:s,s:s,s:s}", "agentId", m->x.agent, "sessionId", m->x.session, "id",
+				  m->x.id, "state", "queued", "queuedAt", now);
+	pthread_mutex_lock(&g_server.lock);
+	m->next = g_server.managed;
+	g_server.managed = m;
+	pthread_mutex_unlock(&g_server.lock);
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, worker, m) != 0) {
+		unregister(m);
+		store_update(m->x.id, "failed", NULL, now, NULL, "the runner could not start a worker", NULL, false);
+		json_decref(m->run);
+		free(m);
+	}
+	return reply_json(r, 202, reply);
+}
+
+/* The record for the owner named in the query, or a 400 already sent. */
+static json_t *owned(struct req *r, const char *id, enum MHD_Result *sent)
+{
+	const char *session = query(r, "sessionId"), *agent = query(r, "agentId");
+	json_t *rec = store_get(id, session ? session : "", agent ? agent : "");
+	if (!rec)
+		*sent = reply_error(r, 400, "Execution not found for this Agent");
+	return rec;
+}
+
+enum MHD_Result handle_managed_get(struct req *r, const char *id)
+{
+	enum MHD_Result sent;
+	json_t *rec = owned(r, id, &sent);
+	return rec ? reply_json(r, 200, rec) : sent;
+}
+
+enum MHD_Result handle_managed_logs(struct req *r, const char *id)
+{
+	enum MHD_Result sent;
+	json_t *rec = owned(r, id, &sent);
+	if (!rec)
+		return sent;
+	const char *text = query(r, "cursor");
+	long long cursor = 0;
+	if (text && *text) {
+		char *end;
+		cursor = strtoll(text, &end, 10);
+		if (*end || text[0] < '0' || text[0] > '9' || strlen(text) > 16 || cursor > 9007199254740991LL) {
+			json_decref(rec);
+			return reply_error(r, 400, "Invalid log cursor");
+		}
+	}
+	long long next;
+	bool more;
+	json_t *chunks = store_logs(id, cursor, &next, &more);
+	bool retention = json_is_true(json_object_get(rec, "logTruncated"));
+	json_decref(rec);
+	return reply_json(r, 200, json_pack("{s:o,s:I,s:b,s:b}", "chunks", chunks, "nextCursor", (json_int_t)next,
+					    "truncated", more, "retentionTruncated", retention));
+}
+
+enum MHD_Result handle_managed_cancel(struct req *r, const char *id)
+{
+	enum MHD_Result sent;
+	json_t *rec = owned(r, id, &sent);
+	if (!rec)
+		return sent;
+	pthread_mutex_lock(&g_server.lock);
+	for (struct managed_run *m = g_server.managed; m; m = m->next)
+		if (!strcmp(m->x.id, id))
+			m->cancel = true;
+	pthread_mutex_unlock(&g_server.lock);
+	return reply_json(r, 202, rec);
+}

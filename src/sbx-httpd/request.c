@@ -1,0 +1,188 @@
+/* request.c — an execution request of the API checked in runner-api 5.1's
+ * order and turned into the sbx-run request (sbx-formats(5)); every
+ * refusal is a 400 with the upstream's message. */
+#include "request.h"
+#include "../lib/egress_policy.h"
+#include "../lib/path.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int fail(char *msg, size_t size, const char *fmt, const char *a)
+{
+	snprintf(msg, size, fmt, a);
+	return -1;
+}
+
+static bool blank(const char *s)
+{
+	return !s || strspn(s, " \t\r\n") == strlen(s);
+}
+
+/* realpath inside <data>/projects or <data>/remote-workspaces (the latter
+ * only while it is no symlink itself). */
+static int inside_roots(const char *path, char *out, size_t size, char *msg, size_t msize)
+{
+	char root[PATH_MAX + 32], real_root[PATH_MAX];
+	struct stat st;
+	if (!realpath(path, out))
+		return fail(msg, msize, "ENOENT: no such file or directory, realpath '%s'", path);
+	(void)size;
+	static const char *const roots[] = { "projects", "remote-workspaces" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(root, sizeof(root), "%s/%s", g_server.cfg.data_dir, roots[i]);
+		if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode) || !realpath(root, real_root))
+			continue;
+		if (strcmp(out, real_root) != 0 && sbx_path_is_within(real_root, out))
+			return 0;
+	}
+	return fail(msg, msize, "%s", "Runner workspace must be inside the configured projects or remote-workspaces directory");
+}
+
+int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size_t msize)
+{
+	const char *mode = json_string_value(json_object_get(doc, "kernelMode"));
+	json_t *km = json_object_get(doc, "kernelMode");
+	if ((km && !json_is_null(km) && !mode) || (mode && strcmp(mode, "ephemeral") != 0))
+		return fail(msg, msize, "%s",
+			    "Runner executions must be ephemeral; persistent runtimes are no longer supported. Use "
+			    "managed Shell Execution for background tasks");
+	const char *root = json_string_value(json_object_get(doc, "workspaceRoot"));
+	if (blank(root))
+		return fail(msg, msize, "%s", "workspaceRoot is required");
+	if (root[0] != '/')
+		return fail(msg, msize, "%s", "workspaceRoot must be an absolute path");
+	return inside_roots(root, workspace, size, msg, msize);
+}
+
+static int limit(json_t *doc, const char *key, long long dflt, long long *out, char *msg, size_t msize)
+{
+	json_t *v = json_object_get(doc, key);
+	if (!v || json_is_null(v)) {
+		*out = dflt;
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 9007199254740991LL)
+		return fail(msg, msize, "%s must be a non-negative safe integer", key);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* The epoch's network: domain-allowlist only when networkAccess agrees. */
+static int network(json_t *epoch, struct api_exec *x, json_t *run, char *msg, size_t msize)
+{
+	const char *policy = json_string_value(json_object_get(epoch, "networkPolicy"));
+	json_t *access = json_object_get(epoch, "networkAccess");
+	const char *mode = json_string_value(json_object_get(access, "mode"));
+	x->network_policy = "none";
+	snprintf(x->network_revision, sizeof(x->network_revision), "none");
+	if (!policy || strcmp(policy, "domain-allowlist") != 0 || !mode || strcmp(mode, policy) != 0)
+		return 0;
+	if (!g_server.network_available)
+		return fail(msg, msize, "%s", g_server.network_reason);
+	json_t *net = json_pack("{s:s,s:O,s:b}", "mode", "domain-allowlist", "allowedDomains",
+				json_object_get(access, "allowedDomains") ? json_object_get(access, "allowedDomains")
+									   : json_null(),
+				"allowPrivateNetwork", json_is_true(json_object_get(access, "allowPrivateNetwork")));
+	struct sbx_egress_policy p;
+	struct sbx_error e;
+	if (!net || sbx_egress_policy_parse(net, &p, &e) != 0) {
+		json_decref(net);
+		return fail(msg, msize, "networkAccess: %s", net ? e.message : "allowedDomains is required");
+	}
+	snprintf(x->network_revision, sizeof(x->network_revision), "%s", p.revision);
+	sbx_egress_policy_free(&p);
+	x->network_policy = "domain-allowlist";
+	json_object_set_new(run, "network", net);
+	return 0;
+}
+
+int request_build(json_t *doc, bool shell, const char *workspace, struct api_exec *x, json_t **run_out, char *msg,
+		  size_t msize)
+{
+	json_t *epoch = json_object_get(doc, "permissionEpoch");
+	const char *lang = shell ? "shell" : json_string_value(json_object_get(doc, "language"));
+	const char *code = json_string_value(json_object_get(doc, "code"));
+	const char *id = json_string_value(json_object_get(doc, "executionId"));
+	const char *agent = json_string_value(json_object_get(doc, "agentId"));
+	const char *session = json_string_value(json_object_get(epoch, "sessionId"));
+	long long timeout, max_out, max_ws;
+
+	*run_out = NULL;
+	memset(x, 0, sizeof(*x));
+	lang = lang ? lang : "python";
+	if (strcmp(lang, "python") != 0 && strcmp(lang, "r") != 0 && strcmp(lang, "shell") != 0)
+		return fail(msg, msize, "Unsupported language: %.40s", lang);
+	snprintf(x->language, sizeof(x->language), "%s", lang);
+	if (!json_is_object(epoch))
+		return fail(msg, msize, "%s", "permissionEpoch is required");
+	if (blank(session) || strlen(session) >= sizeof(x->session))
+		return fail(msg, msize, "%s", "permissionEpoch.sessionId is required");
+	if (blank(agent) || strlen(agent) >= sizeof(x->agent))
+		return fail(msg, msize, "%s", "agentId is required");
+	if (blank(id) || strlen(id) >= sizeof(x->id))
+		return fail(msg, msize, "%s", "Execution ID is required");
+	if (blank(code))
+		return fail(msg, msize, "%s code is required", shell ? "Shell" : !strcmp(lang, "r") ? "R" : "Python");
+	json_t *mounts = json_object_get(epoch, "mounts");
+	const char *src = json_string_value(json_object_get(json_array_get(mounts, 0), "source"));
+	const char *mode = json_string_value(json_object_get(json_array_get(mounts, 0), "mode"));
+	if (json_array_size(mounts) != 1 || !src || strcmp(src, "workspace") || !mode || strcmp(mode, "read-write"))
+		return fail(msg, msize, "%s",
+			    shell ? "Shell execution accepts exactly one read-write workspace mount"
+				  : "M1 runner accepts exactly one read-write workspace mount");
+	if (!strcmp(lang, "r"))
+		return fail(msg, msize, "%s", "R execution requires the scientific environment capability");
+	const char *named = json_string_value(json_object_get(doc, "environmentRevisionId"));
+	const char *epoch_rev = json_string_value(json_object_get(epoch, "environmentRevisionId"));
+	if (!shell && named && (!epoch_rev || strcmp(named, epoch_rev) != 0))
+		return fail(msg, msize, "%s", "Named environment execution requires the scientific environment capability");
+	if (shell && json_string_value(json_object_get(doc, "environmentId")))
+		return fail(msg, msize, "%s", "Scientific environments are unavailable");
+	if (limit(doc, "executionTimeoutMs", g_server.cfg.exec_timeout_ms, &timeout, msg, msize) != 0 ||
+	    limit(doc, "maxOutputBytes", g_server.cfg.max_output_bytes, &max_out, msg, msize) != 0 ||
+	    limit(doc, "maxWorkspaceBytes", g_server.cfg.max_workspace_bytes, &max_ws, msg, msize) != 0)
+		return -1;
+	snprintf(x->id, sizeof(x->id), "%s", id);
+	snprintf(x->session, sizeof(x->session), "%s", session);
+	snprintf(x->agent, sizeof(x->agent), "%s", agent);
+	snprintf(x->workspace, sizeof(x->workspace), "%s", workspace);
+	x->env_revision = shell ? "system-shell-bwrap-v1" : named ? named : epoch_rev ? epoch_rev : "system-python";
+	x->timeout_ms = timeout;
+
+	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", workspace,
+				"timeoutMs", (json_int_t)timeout, "maxOutputBytes", (json_int_t)max_out,
+				"maxWorkspaceBytes", (json_int_t)max_ws);
+	const char *ro = json_string_value(json_object_get(doc, "readOnlyWorkspaceRoot"));
+	if (ro && *ro) {
+		char real[PATH_MAX];
+		if (inside_roots(ro, real, sizeof(real), msg, msize) != 0) {
+			json_decref(run);
+			return -1;
+		}
+		json_object_set_new(run, "readOnlyWorkspace", json_string(real));
+	}
+	const char *cwd = shell ? json_string_value(json_object_get(doc, "cwd")) : NULL;
+	if (cwd && *cwd) {
+		char joined[PATH_MAX * 2], real[PATH_MAX];
+		struct stat st;
+		snprintf(joined, sizeof(joined), "%s/%s", workspace, cwd);
+		if (cwd[0] == '/' || !realpath(joined, real) || !sbx_path_is_within(workspace, real) ||
+		    stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			json_decref(run);
+			return fail(msg, msize, "%s", "cwd must be a workspace-relative directory inside the workspace");
+		}
+		const char *rel = real + strlen(workspace) + (real[strlen(workspace)] == '/');
+		if (*rel)
+			json_object_set_new(run, "cwd", json_string(rel));
+	}
+	if (network(epoch, x, run, msg, msize) != 0) {
+		json_decref(run);
+		return -1;
+	}
+	*run_out = run;
+	return 0;
+}

@@ -1,0 +1,206 @@
+/* runner.c — sbx-run as a child: request in on stdin, JSON event lines out
+ * on stdout, diagnostics on stderr; it dies with us (PR_SET_PDEATHSIG), so
+ * no sandbox outlives the server. */
+#include "runner.h"
+#include "../lib/json.h"
+#include "../lib/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define EVENT_LINE_MAX (64u << 20) /* a finished event carries both outputs */
+
+int runner_start(json_t *request, struct child *c, struct sbx_error *e)
+{
+	const struct config *cfg = &g_server.cfg;
+	unsigned char rnd[12];
+	char state[PATH_MAX + 32], store[PATH_MAX + 32], egress[PATH_MAX + 32];
+
+	memset(c, 0, sizeof(*c));
+	c->pid = -1;
+	c->events_fd = c->err_fd = -1;
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		sbx_error_set(e, 5, "random", "no randomness for an execution id");
+		return -1;
+	}
+	strcpy(c->internal_id, "h");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(c->internal_id + 1 + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(state, sizeof(state), "%s/runner-executions/runs", cfg->data_dir);
+	snprintf(store, sizeof(store), "%s/versioning", cfg->data_dir);
+	snprintf(egress, sizeof(egress), "%s/eg", cfg->data_dir);
+	snprintf(c->exec_dir, sizeof(c->exec_dir), "%s/%s", state, c->internal_id);
+	json_object_set_new(request, "executionId", json_string(c->internal_id));
+
+	int in[2], out[2], err[2];
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+		sbx_error_set(e, 6, "pipe", "cannot create pipes: %s", strerror(errno));
+		return -1;
+	}
+	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
+			       egress, "--grace-ms", "1000", "-", NULL };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
+			       .die_with_parent = true };
+	c->pid = sbx_spawn_start(&s, NULL, e);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	if (c->pid < 0) {
+		close(in[1]);
+		close(out[0]);
+		close(err[0]);
+		return -1;
+	}
+	/* sbx-run reads the whole request before it says anything. */
+	char *text = json_dumps(request, JSON_COMPACT);
+	size_t n = text ? strlen(text) : 0, off = 0;
+	while (off < n) {
+		ssize_t w = write(in[1], text + off, n - off);
+		if (w <= 0 && errno != EINTR)
+			break;
+		off += w > 0 ? (size_t)w : 0;
+	}
+	free(text);
+	close(in[1]);
+	c->events_fd = out[0];
+	c->err_fd = err[0];
+	return 0;
+}
+
+/* Handles one complete event line. */
+static void on_event(struct child *c, const char *line, size_t len)
+{
+	json_t *ev = json_loadb(line, len, 0, NULL);
+	const char *name = json_string_value(json_object_get(ev, "event"));
+	if (name && !strcmp(name, "started"))
+		c->started = true;
+	if (name && !strcmp(name, "finished")) {
+		json_decref(c->result);
+		c->result = json_incref(json_object_get(ev, "result"));
+	}
+	json_decref(ev);
+}
+
+/* Keeps the last diagnostic's message. */
+static void on_diag(struct child *c, const char *line, size_t len)
+{
+	json_t *d = json_loadb(line, len, 0, NULL);
+	const char *m = json_string_value(json_object_get(d, "message"));
+	if (m)
+		snprintf(c->diag, sizeof(c->diag), "%s", m);
+	else if (len)
+		snprintf(c->diag, sizeof(c->diag), "%.*s", (int)(len < 1000 ? len : 1000), line);
+	json_decref(d);
+}
+
+struct lines {
+	char *buf;
+	size_t len, cap;
+};
+
+/* Reads what fd has; calls each(line) per complete line. false at EOF. */
+static bool read_lines(int fd, struct lines *l, struct child *c, void (*each)(struct child *, const char *, size_t))
+{
+	if (l->cap - l->len < 65536) {
+		size_t cap = l->cap ? l->cap * 2 : 131072;
+		char *grown = cap <= EVENT_LINE_MAX ? realloc(l->buf, cap) : NULL;
+		if (!grown) {
+			l->len = 0; /* an overlong line is dropped, never trusted in part */
+		} else {
+			l->buf = grown;
+			l->cap = cap;
+		}
+	}
+	ssize_t n = read(fd, l->buf + l->len, l->cap - l->len);
+	if (n <= 0)
+		return n < 0 && (errno == EINTR || errno == EAGAIN);
+	l->len += (size_t)n;
+	char *start = l->buf, *nl;
+	while ((nl = memchr(start, '\n', l->len - (size_t)(start - l->buf)))) {
+		each(c, start, (size_t)(nl - start));
+		start = nl + 1;
+	}
+	l->len -= (size_t)(start - l->buf);
+	memmove(l->buf, start, l->len);
+	return true;
+}
+
+void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
+{
+	struct lines out = { 0 }, err = { 0 };
+	bool out_open = true, err_open = true;
+	while (out_open || err_open) {
+		if (tick && tick(arg) && !c->cancel_sent) {
+			kill(c->pid, SIGTERM);
+			c->cancel_sent = true;
+		}
+		struct pollfd p[2] = { { .fd = out_open ? c->events_fd : -1, .events = POLLIN },
+				       { .fd = err_open ? c->err_fd : -1, .events = POLLIN } };
+		if (poll(p, 2, 100) <= 0)
+			continue;
+		if (p[0].revents && !read_lines(c->events_fd, &out, c, on_event))
+			out_open = false;
+		if (p[1].revents && !read_lines(c->err_fd, &err, c, on_diag))
+			err_open = false;
+	}
+	free(out.buf);
+	free(err.buf);
+	int status = 0;
+	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	c->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (tick)
+		tick(arg);
+}
+
+void runner_free(struct child *c)
+{
+	if (c->events_fd >= 0)
+		close(c->events_fd);
+	if (c->err_fd >= 0)
+		close(c->err_fd);
+	json_decref(c->result);
+	c->result = NULL;
+	c->events_fd = c->err_fd = -1;
+}
+
+json_t *runner_api_result(const struct api_exec *x, json_t *res)
+{
+	char kernel[200];
+	snprintf(kernel, sizeof(kernel), "ephemeral:%s", x->id);
+	json_t *snapshot = json_object_get(res, "workspaceSnapshot"), *ref = json_null();
+	if (json_is_object(snapshot))
+		ref = json_pack("{s:O,s:O,s:O,s:O}", "pool", json_object_get(snapshot, "pool"), "digest",
+				json_object_get(snapshot, "digest"), "size", json_object_get(snapshot, "size"),
+				"mediaType", json_object_get(snapshot, "mediaType"));
+	json_t *env = json_object_get(res, "environmentVariables");
+	json_t *out = json_pack("{s:s,s:O,s:s,s:o,s:s,s:O,s:O,s:s,s:s,s:s,s:O,s:s,s:s,s:s,s:s,s:O,s:O,s:O,s:O}",
+				"cgroupMode", "none", "createdFiles", json_object_get(res, "createdFiles"),
+				"environmentRevisionId", x->env_revision, "environmentVariables",
+				json_is_object(env) ? json_incref(env) : json_object(), "executionId", x->id,
+				"exitCode", json_object_get(res, "exitCode"), "finishedAt",
+				json_object_get(res, "finishedAt"), "kernelId", kernel, "kernelMode", "ephemeral",
+				"language", x->language, "modifiedFiles", json_object_get(res, "modifiedFiles"),
+				"networkPolicy", x->network_policy, "networkAccessRevision", x->network_revision,
+				"runnerVersion", g_server.version, "sandbox", "bubblewrap", "startedAt",
+				json_object_get(res, "startedAt"), "stderr", json_object_get(res, "stderr"), "stdout",
+				json_object_get(res, "stdout"), "workingDirectory",
+				json_object_get(res, "workingDirectory"));
+	if (!out) {
+		json_decref(ref);
+		return NULL;
+	}
+	if (json_is_null(json_object_get(out, "exitCode")))
+		json_object_set_new(out, "exitCode", json_integer(-1));
+	if (!json_is_null(ref))
+		json_object_set_new(out, "workspaceSnapshot", ref);
+	return out;
+}

@@ -1,0 +1,43 @@
+/* runner.h — one sbx-run child: started with its request on stdin, its
+ * event lines read as they come, cancelled with SIGTERM, and its result
+ * mapped onto the API's execution result. */
+#ifndef SBX_HTTPD_RUNNER_H
+#define SBX_HTTPD_RUNNER_H
+
+#include "httpd.h"
+#include "../lib/error.h"
+
+struct child {
+	char internal_id[40];        /* sbx-run's executionId (API ids may repeat) */
+	char exec_dir[PATH_MAX + 64]; /* its state: stdout.txt, stderr.txt, result.json */
+	pid_t pid;
+	int events_fd, err_fd;
+	bool started, cancel_sent;
+	json_t *result;              /* the finished event's result, or NULL */
+	int exit_code;               /* sbx-run's status (sbx-formats(5) exit codes) */
+	char diag[1024];             /* its last diagnostic message */
+};
+
+/* Starts sbx-run for request (its executionId is set here). */
+int runner_start(json_t *request, struct child *c, struct sbx_error *e);
+/* Reads events until sbx-run has exited. tick(arg) runs every 100 ms and at
+ * the start; it returns true to cancel the run (SIGTERM, once). */
+void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg);
+void runner_free(struct child *c);
+
+/* What the API request asked for, as the result shows it. */
+struct api_exec {
+	char id[161];
+	char session[256], agent[256];
+	char language[8];            /* python | r | shell */
+	char workspace[PATH_MAX];    /* realpath */
+	const char *env_revision;
+	const char *network_policy;  /* "none" | "domain-allowlist" */
+	char network_revision[20];
+	long long timeout_ms;
+};
+
+/* ShellExecutionResult / PythonExecutionResult from sbx-run's result. */
+json_t *runner_api_result(const struct api_exec *x, json_t *result);
+
+#endif

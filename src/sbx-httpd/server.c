@@ -1,0 +1,242 @@
+/* server.c — libmicrohttpd glue: bodies read whole (capped), replies with
+ * the spec's headers, and the routing of runner-api 2 and 4: GET /health
+ * first, then the bearer for everything else, then the path. */
+#include "httpd.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+enum MHD_Result reply_json(struct req *r, unsigned status, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(body);
+	size_t n = text ? strlen(text) : 0;
+	char *out = malloc(n + 2);
+	if (!out) {
+		free(text);
+		return MHD_NO;
+	}
+	memcpy(out, text ? text : "", n);
+	out[n++] = '\n';
+	free(text);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(n, out, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(out);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "content-type", "application/json; charset=utf-8");
+	MHD_add_response_header(resp, "cache-control", "no-store");
+	MHD_add_response_header(resp, "x-content-type-options", "nosniff");
+	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+enum MHD_Result reply_error(struct req *r, unsigned status, const char *fmt, ...)
+{
+	char message[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	return reply_json(r, status, json_pack("{s:s}", "error", message));
+}
+
+const char *query(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *header(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+json_t *body_object(struct req *r, enum MHD_Result *sent)
+{
+	json_error_t err;
+	if (r->too_large) {
+		*sent = reply_error(r, 400, "Request body exceeds the %d byte limit", BODY_LIMIT);
+		return NULL;
+	}
+	json_t *doc = r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err) : NULL;
+	if (!doc) {
+		*sent = reply_error(r, 400, "%s", r->len ? err.text : "Unexpected end of JSON input");
+		return NULL;
+	}
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		*sent = reply_error(r, 400, "Request body must be a JSON object");
+		return NULL;
+	}
+	return doc;
+}
+
+bool client_gone(struct req *r)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!info)
+		return true;
+	struct pollfd p = { .fd = info->connect_fd, .events = POLLIN | POLLRDHUP };
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return true;
+	char c;
+	return recv(info->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* "/prefix/<id><suffix>" with one non-empty segment as id. */
+static bool match(const char *path, const char *prefix, const char *suffix, char *id, size_t size)
+{
+	size_t p = strlen(prefix), s = strlen(suffix), n = strlen(path);
+	if (n <= p + s || strncmp(path, prefix, p) != 0 || strcmp(path + n - s, suffix) != 0)
+		return false;
+	size_t len = n - p - s;
+	if (len >= size || memchr(path + p, '/', len))
+		return false;
+	memcpy(id, path + p, len);
+	id[len] = '\0';
+	return true;
+}
+
+static bool is(struct req *r, const char *method, const char *path)
+{
+	return !strcmp(r->method, method) && !strcmp(r->path, path);
+}
+
+enum MHD_Result route(struct req *r)
+{
+	char id[512] = "";
+	bool get = !strcmp(r->method, "GET"), post = !strcmp(r->method, "POST");
+
+	if (is(r, "GET", "/health"))
+		return handle_health(r);
+	if (!auth_bearer(&g_server.cfg, r))
+		return reply_error(r, 401, "Unauthorized");
+	if (is(r, "GET", "/status"))
+		return handle_status(r);
+	if (is(r, "GET", "/resources"))
+		return handle_resources(r);
+	if (is(r, "GET", "/kernels"))
+		return reply_json(r, 200, json_array());
+	if (is(r, "POST", "/kernels/teardown"))
+		return handle_kernels(r, NULL);
+	if (post && match(r->path, "/kernels/", "/teardown", id, sizeof(id)))
+		return handle_kernels(r, id);
+	if (is(r, "POST", "/execute"))
+		return handle_execute(r, false);
+	if (is(r, "POST", "/execute-shell"))
+		return handle_execute(r, true);
+	if (is(r, "POST", "/shell-executions"))
+		return handle_managed_start(r);
+	if (get && match(r->path, "/shell-executions/", "/logs", id, sizeof(id)))
+		return handle_managed_logs(r, id);
+	if (post && match(r->path, "/shell-executions/", "/cancel", id, sizeof(id)))
+		return handle_managed_cancel(r, id);
+	if (get && match(r->path, "/shell-executions/", "", id, sizeof(id)))
+		return handle_managed_get(r, id);
+
+	/* Features of later stages: answered as the upstream answers when it
+	 * has no such capability (environments without a store, the NPU
+	 * broker disabled). */
+	if ((get || post) && (!strcmp(r->path, "/environments") || !strcmp(r->path, "/environment-setup")))
+		return handle_unavailable(r, "environments", id);
+	if (is(r, "GET", "/environment-revisions") ||
+	    (!strcmp(r->method, "DELETE") && match(r->path, "/environments/", "", id, sizeof(id))) ||
+	    (post && match(r->path, "/environments/", "/install", id, sizeof(id))) ||
+	    (post && match(r->path, "/environments/", "/uninstall", id, sizeof(id))) ||
+	    (get && match(r->path, "/environment-revisions/", "/snapshot", id, sizeof(id))))
+		return handle_unavailable(r, "environments", id);
+	if (is(r, "GET", "/npu/workloads"))
+		return reply_json(r, 200, json_array());
+	if (is(r, "GET", "/npu/devices"))
+		return handle_unavailable(r, "npu-devices", id);
+	if (is(r, "GET", "/npu/jobs"))
+		return handle_unavailable(r, "npu-list", id);
+	if (is(r, "POST", "/npu/jobs"))
+		return handle_unavailable(r, "npu-submit", id);
+	if (get && match(r->path, "/npu/jobs/", "/logs", id, sizeof(id)))
+		return handle_unavailable(r, "npu-logs", id);
+	if (get && match(r->path, "/npu/jobs/", "/result", id, sizeof(id)))
+		return handle_unavailable(r, "npu-job", id);
+	if (post && match(r->path, "/npu/jobs/", "/cancel", id, sizeof(id)))
+		return handle_unavailable(r, "npu-cancel", id);
+	if (get && match(r->path, "/npu/jobs/", "", id, sizeof(id)))
+		return handle_unavailable(r, "npu-job", id);
+	return reply_error(r, 404, "Not found");
+}
+
+struct conn_state {
+	char *body;
+	size_t len, cap;
+	bool too_large;
+};
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)cls;
+	(void)version;
+	struct conn_state *st = *con_cls;
+	if (!st) {
+		if (!(st = calloc(1, sizeof(*st))))
+			return MHD_NO;
+		*con_cls = st;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (st->too_large || st->len + n > BODY_LIMIT) {
+			st->too_large = true; /* read on and drop: the answer is a 400 */
+			return MHD_YES;
+		}
+		if (st->len + n + 1 > st->cap) {
+			size_t cap = st->cap ? st->cap : 4096;
+			while (cap < st->len + n + 1)
+				cap *= 2;
+			char *grown = realloc(st->body, cap);
+			if (!grown)
+				return MHD_NO;
+			st->body = grown;
+			st->cap = cap;
+		}
+		memcpy(st->body + st->len, upload, n);
+		st->len += n;
+		st->body[st->len] = '\0';
+		return MHD_YES;
+	}
+	struct req r = { .conn = conn, .method = method, .path = url, .body = st->body, .len = st->len,
+			 .too_large = st->too_large };
+	return route(&r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
+{
+	(void)cls;
+	(void)conn;
+	(void)code;
+	struct conn_state *st = *con_cls;
+	if (st) {
+		free(st->body);
+		free(st);
+		*con_cls = NULL;
+	}
+}
+
+/* Thread per connection: a synchronous execution holds its connection for
+ * as long as it runs, and a pool would let long runs starve /health. */
+struct MHD_Daemon *server_start(int listen_fd)
+{
+	return MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+					MHD_USE_ERROR_LOG,
+				0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned int)0, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024), MHD_OPTION_END);
+}

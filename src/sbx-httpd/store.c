@@ -1,0 +1,197 @@
+/* store.c — the managed-execution store: one SQLite file, WAL journal,
+ * synchronous=FULL (a record said "completed" survives a power cut),
+ * every statement prepared with bound parameters. */
+#include "store.h"
+#include "../lib/atomic_file.h"
+#include "../lib/exitcodes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS executions ("
+	" id TEXT PRIMARY KEY, session_id TEXT NOT NULL, agent_id TEXT NOT NULL, workspace TEXT NOT NULL,"
+	" state TEXT NOT NULL, queued_at TEXT NOT NULL, started_at TEXT, finished_at TEXT,"
+	" result TEXT, error TEXT, version TEXT, log_truncated INTEGER NOT NULL DEFAULT 0,"
+	" next_cursor INTEGER NOT NULL DEFAULT 1);"
+	"CREATE TABLE IF NOT EXISTS log_chunks ("
+	" execution_id TEXT NOT NULL, cursor INTEGER NOT NULL, stream TEXT NOT NULL, text TEXT NOT NULL,"
+	" PRIMARY KEY (execution_id, cursor)) WITHOUT ROWID;";
+
+#define DB (g_server.db)
+
+int store_open(struct server *s, struct sbx_error *e)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/runner-executions/executions.sqlite", s->cfg.data_dir);
+	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;", NULL,
+			 NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "store", "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
+		return -1;
+	}
+	/* Never replayed: a record the last process left open is "unknown". */
+	sqlite3_stmt *st;
+	char now[32];
+	sbx_iso_time(sbx_wall_ms(), now);
+	sqlite3_prepare_v2(s->db,
+			   "UPDATE executions SET state='unknown', finished_at=?1, error='Runner restarted before "
+			   "completion was recorded; the command was not replayed' WHERE state IN ('queued','running')",
+			   -1, &st, NULL);
+	sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "store", "%s: %s", path, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return 0;
+}
+
+static sqlite3_stmt *prepare(const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3_prepare_v2(DB, sql, -1, &st, NULL);
+	return st;
+}
+
+int store_insert(const char *id, const char *session, const char *agent, const char *workspace,
+		 const char *queued_at)
+{
+	sqlite3_stmt *st = prepare("INSERT INTO executions (id, session_id, agent_id, workspace, state, queued_at) "
+				   "VALUES (?1, ?2, ?3, ?4, 'queued', ?5)");
+	if (!st)
+		return -1;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, session, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, agent, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, workspace, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, queued_at, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : rc == SQLITE_CONSTRAINT ? 1 : -1;
+}
+
+static void bind_json(sqlite3_stmt *st, int i, json_t *v)
+{
+	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	if (text)
+		sqlite3_bind_text(st, i, text, -1, free);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+void store_update(const char *id, const char *state, const char *started_at, const char *finished_at,
+		  json_t *result, const char *error, json_t *version, bool log_truncated)
+{
+	sqlite3_stmt *st = prepare("UPDATE executions SET state=?2, started_at=COALESCE(?3, started_at),"
+				   " finished_at=COALESCE(?4, finished_at), result=COALESCE(?5, result),"
+				   " error=COALESCE(?6, error), version=COALESCE(?7, version),"
+				   " log_truncated=MAX(log_truncated, ?8) WHERE id=?1");
+	if (!st)
+		return;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, state, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, started_at, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, finished_at, -1, SQLITE_TRANSIENT);
+	bind_json(st, 5, result);
+	sqlite3_bind_text(st, 6, error, -1, SQLITE_TRANSIENT);
+	bind_json(st, 7, version);
+	sqlite3_bind_int(st, 8, log_truncated);
+	sqlite3_step(st);
+	sqlite3_finalize(st);
+}
+
+static void set_text(json_t *o, const char *key, sqlite3_stmt *st, int col)
+{
+	const unsigned char *v = sqlite3_column_text(st, col);
+	if (v)
+		json_object_set_new(o, key, json_string((const char *)v));
+}
+
+static void set_json(json_t *o, const char *key, sqlite3_stmt *st, int col)
+{
+	const unsigned char *v = sqlite3_column_text(st, col);
+	json_t *doc = v ? json_loads((const char *)v, 0, NULL) : NULL;
+	if (doc)
+		json_object_set_new(o, key, doc);
+}
+
+json_t *store_get(const char *id, const char *session, const char *agent)
+{
+	sqlite3_stmt *st = prepare("SELECT id, session_id, agent_id, state, queued_at, started_at, finished_at, result,"
+				   " error, version, log_truncated FROM executions"
+				   " WHERE id=?1 AND session_id=?2 AND agent_id=?3");
+	if (!st)
+		return NULL;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, session, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, agent, -1, SQLITE_TRANSIENT);
+	json_t *o = NULL;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		o = json_object();
+		set_text(o, "id", st, 0);
+		set_text(o, "sessionId", st, 1);
+		set_text(o, "agentId", st, 2);
+		set_text(o, "state", st, 3);
+		set_text(o, "queuedAt", st, 4);
+		set_text(o, "startedAt", st, 5);
+		set_text(o, "finishedAt", st, 6);
+		set_json(o, "result", st, 7);
+		set_text(o, "error", st, 8);
+		set_json(o, "version", st, 9);
+		if (sqlite3_column_int(st, 10))
+			json_object_set_new(o, "logTruncated", json_true());
+	}
+	sqlite3_finalize(st);
+	return o;
+}
+
+void store_append_log(const char *id, const char *stream, const char *text)
+{
+	pthread_mutex_lock(&g_server.db_lock);
+	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	sqlite3_stmt *st = prepare("INSERT INTO log_chunks (execution_id, cursor, stream, text)"
+				   " SELECT ?1, next_cursor, ?2, ?3 FROM executions WHERE id=?1");
+	sqlite3_stmt *bump = prepare("UPDATE executions SET next_cursor = next_cursor + 1 WHERE id=?1");
+	if (st && bump) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, stream, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(bump, 1, id, -1, SQLITE_TRANSIENT);
+		sqlite3_step(st);
+		sqlite3_step(bump);
+	}
+	sqlite3_finalize(st);
+	sqlite3_finalize(bump);
+	sqlite3_exec(DB, "COMMIT", NULL, NULL, NULL);
+	pthread_mutex_unlock(&g_server.db_lock);
+}
+
+json_t *store_logs(const char *id, long long cursor, long long *next, bool *more)
+{
+	sqlite3_stmt *st = prepare("SELECT cursor, stream, text FROM log_chunks WHERE execution_id=?1 AND cursor>?2"
+				   " ORDER BY cursor LIMIT 5");
+	json_t *chunks = json_array();
+	*next = cursor;
+	*more = false;
+	if (!st)
+		return chunks;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, cursor);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (json_array_size(chunks) == 4) {
+			*more = true;
+			break;
+		}
+		*next = sqlite3_column_int64(st, 0);
+		json_array_append_new(chunks, json_pack("{s:I,s:s,s:s}", "cursor", (json_int_t)*next, "stream",
+						       (const char *)sqlite3_column_text(st, 1), "text",
+						       (const char *)sqlite3_column_text(st, 2)));
+	}
+	sqlite3_finalize(st);
+	return chunks;
+}

@@ -1,0 +1,28 @@
+/* store.h — managed executions in SQLite (WAL, synchronous=FULL): the
+ * records, their ids (used forever), and their log chunks. */
+#ifndef SBX_HTTPD_STORE_H
+#define SBX_HTTPD_STORE_H
+
+#include "httpd.h"
+#include "../lib/error.h"
+
+#include <stdbool.h>
+
+/* Opens <data>/runner-executions/executions.sqlite; records a restart
+ * interrupted (queued or running) become "unknown", never replayed. */
+int store_open(struct server *s, struct sbx_error *e);
+
+/* A new queued record; 1 when the id was ever used, -1 on a store error. */
+int store_insert(const char *id, const char *session, const char *agent, const char *workspace,
+		 const char *queued_at);
+/* Sets the state and whichever of the other fields are given (NULL: kept). */
+void store_update(const char *id, const char *state, const char *started_at, const char *finished_at,
+		  json_t *result, const char *error, json_t *version, bool log_truncated);
+/* The ManagedExecution for its owner, or NULL (unknown, or someone else's). */
+json_t *store_get(const char *id, const char *session, const char *agent);
+/* Appends a chunk; the cursor is the execution's next (from 1). */
+void store_append_log(const char *id, const char *stream, const char *text);
+/* Up to 4 chunks after cursor; *more when others follow them. */
+json_t *store_logs(const char *id, long long cursor, long long *next, bool *more);
+
+#endif
