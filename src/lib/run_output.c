@@ -1,7 +1,7 @@
 /* run_output.c — head file, ring file, and the final composition. Both
  * heads share half the budget first come, first served; each stream's ring
  * holds its last budget/2 bytes; at the end the tails share what the heads
- * left, so what is kept never exceeds the budget (plus the marker). */
+ * left, so what is kept, markers included, never exceeds the budget. */
 #include "run_output.h"
 #include "exitcodes.h"
 #include "io.h"
@@ -135,18 +135,13 @@ static int append_tail(struct sbx_output *o, struct sbx_output_stream *s, uint64
 	return 0;
 }
 
-int sbx_output_finish(struct sbx_output *o, bool *truncated, struct sbx_error *e)
+/* What each tail keeps out of `left`: the tails share it, a smaller tail
+ * giving its unused share to the other. */
+static void share_tails(const struct sbx_output *o, uint64_t left, uint64_t kept[2])
 {
-	*truncated = false;
-	uint64_t left = o->budget > o->head_used ? o->budget - o->head_used : 0;
 	int spilled = (o->s[0].ring > 0) + (o->s[1].ring > 0);
-	uint64_t kept[2];
-	/* The tails share what the heads left, a smaller tail giving its
-	 * unused share to the other. */
-	for (int i = 0; i < 2; i++) {
-		uint64_t have = o->s[i].ring < ring_cap(o) ? o->s[i].ring : ring_cap(o);
-		kept[i] = have;
-	}
+	for (int i = 0; i < 2; i++)
+		kept[i] = o->s[i].ring < ring_cap(o) ? o->s[i].ring : ring_cap(o);
 	if (spilled == 2 && kept[0] + kept[1] > left) {
 		uint64_t half = left / 2;
 		if (kept[0] < half)
@@ -160,17 +155,34 @@ int sbx_output_finish(struct sbx_output *o, bool *truncated, struct sbx_error *e
 			if (kept[i] > left)
 				kept[i] = left;
 	}
+}
+
+int sbx_output_finish(struct sbx_output *o, bool *truncated, struct sbx_error *e)
+{
+	char marker[160];
+	*truncated = false;
+	sbx_output_marker(o->budget, marker, sizeof(marker));
+	uint64_t left = o->budget > o->head_used ? o->budget - o->head_used : 0, kept[2];
+	/* Each cut stream carries a marker, and the markers count against the
+	 * budget too: reserve them until the number of cuts is stable. */
+	int markers = 0;
+	for (int pass = 0; pass < 3; pass++) {
+		uint64_t reserve = (uint64_t)markers * strlen(marker);
+		share_tails(o, left > reserve ? left - reserve : 0, kept);
+		int cuts = (o->s[0].ring > kept[0]) + (o->s[1].ring > kept[1]);
+		if (cuts <= markers)
+			break;
+		markers = cuts;
+	}
 	for (int i = 0; i < 2; i++) {
 		struct sbx_output_stream *s = &o->s[i];
 		if (!s->ring)
 			continue;
 		s->truncated = s->ring > kept[i];
 		if (s->truncated) {
-			char marker[160];
 			uint64_t head = s->head - incomplete_tail(s->fd, s->head);
 			if (ftruncate(s->fd, (off_t)head) != 0 || lseek(s->fd, 0, SEEK_END) < 0)
 				return io_fail(e, s->path);
-			sbx_output_marker(o->budget, marker, sizeof(marker));
 			if (sbx_write_all(s->fd, marker, strlen(marker)) != 0)
 				return io_fail(e, s->path);
 		}

@@ -150,7 +150,8 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 	snprintf(x->session, sizeof(x->session), "%s", session);
 	snprintf(x->agent, sizeof(x->agent), "%s", agent);
 	snprintf(x->workspace, sizeof(x->workspace), "%s", workspace);
-	x->env_revision = shell ? "system-shell-bwrap-v1" : named ? named : epoch_rev ? epoch_rev : "system-python";
+	snprintf(x->env_revision, sizeof(x->env_revision), "%s",
+		 shell ? "system-shell-bwrap-v1" : named ? named : epoch_rev ? epoch_rev : "system-python");
 	x->timeout_ms = timeout;
 
 	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", workspace,

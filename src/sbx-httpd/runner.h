@@ -31,7 +31,7 @@ struct api_exec {
 	char session[256], agent[256];
 	char language[8];            /* python | r | shell */
 	char workspace[PATH_MAX];    /* realpath */
-	const char *env_revision;
+	char env_revision[256];
 	const char *network_policy;  /* "none" | "domain-allowlist" */
 	char network_revision[20];
 	long long timeout_ms;

@@ -1,0 +1,213 @@
+#!/usr/bin/env bats
+# sbx-httpd against curl + openssl: transport, auth, the synchronous
+# executions, and the answers of features later stages add.
+
+load httpd_helpers
+
+setup() { httpd_setup; }
+teardown() { httpd_teardown; }
+
+@test "GET /health needs no token, carries every RunnerHealth field and the transport headers" {
+    run curl -sS -i "$BASE/health"
+    assert_success
+    assert_line --partial "HTTP/1.1 200"
+    assert_line --regexp '^Date: '
+    assert_line --partial "content-type: application/json; charset=utf-8"
+    assert_line --partial "cache-control: no-store"
+    assert_line --partial "x-content-type-options: nosniff"
+    body=$(curl -sS "$BASE/health")
+    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionTimeoutMs","executionUser","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","workerConcurrency"]' ]
+    [ "$(jq -c .sandboxNetwork <<< "$body")" = '{"available":true,"modes":["none","domain-allowlist"]}' ]
+    [[ "$(jq -r .runnerVersion <<< "$body")" =~ ^([0-9a-f]{8}(-dirty)?|unknown)$ ]]
+    # Compact JSON plus one newline.
+    [ "$(curl -sS "$BASE/health" | tail -c 1 | od -An -c | tr -d ' ')" = '\n' ]
+}
+
+@test "auth comes before routing: 401 anywhere without the token, 404 with it" {
+    for path in /status /nope /health/x; do
+        run curl -sS -o /dev/null -w '%{http_code}' "$BASE$path"
+        assert_output 401
+    done
+    run curl -sS -X POST -o /dev/null -w '%{http_code}' "$BASE/health"
+    assert_output 401
+    api POST /health
+    [ "$status_code" = 404 ]
+    api GET /nope
+    [ "$status_code" = 404 ] && [ "$output" = '{"error":"Not found"}' ]
+    run curl -sS -H "authorization: bearer $TOKEN" "$BASE/status"
+    assert_output '{"error":"Unauthorized"}'
+    run curl -sS -H "authorization: Bearer ${TOKEN}x" "$BASE/status"
+    assert_output '{"error":"Unauthorized"}'
+    api GET /status
+    [ "$status_code" = 200 ] && [ "$(jq -c .activeExecutions <<< "$output")" = '[]' ]
+}
+
+@test "the execution signature: missing, wrong, stale, future and uppercase are 401; bearer still required" {
+    shell_request e1 'echo hi' > "$WORK/req.json"
+    now=$(date +%s%3N)
+    read -r ts sig < <(sign "$WORK/req.json" "$now")
+    for h in "x-science-execution-timestamp: $now" "x-science-execution-signature: $sig"; do
+        api POST /execute-shell -H "$h" --data-binary @"$WORK/req.json"
+        [ "$status_code" = 401 ] && [ "$output" = '{"error":"Invalid or expired execution signature"}' ]
+    done
+    for ts in $((now - 31000)) $((now + 31000)); do
+        read -r t s < <(sign "$WORK/req.json" "$ts")
+        api POST /execute-shell -H "x-science-execution-timestamp: $t" -H "x-science-execution-signature: $s" --data-binary @"$WORK/req.json"
+        [ "$status_code" = 401 ]
+    done
+    upper=$(tr a-f A-F <<< "$sig")
+    api POST /execute-shell -H "x-science-execution-timestamp: $ts" -H "x-science-execution-signature: $upper" --data-binary @"$WORK/req.json"
+    [ "$status_code" = 401 ]
+    # A body changed after signing fails too.
+    read -r t s < <(sign "$WORK/req.json")
+    api POST /execute-shell -H "x-science-execution-timestamp: $t" -H "x-science-execution-signature: $s" --data-binary '{"x":1}'
+    [ "$status_code" = 401 ]
+    run curl -sS -X POST -H "x-science-execution-timestamp: $t" -H "x-science-execution-signature: $s" \
+        --data-binary @"$WORK/req.json" "$BASE/execute-shell"
+    assert_output '{"error":"Unauthorized"}'
+}
+
+@test "POST /execute-shell: a non-zero exit is 200 with the result, files and the workspace snapshot" {
+    signed /execute-shell "$(shell_request e1 'echo out; echo err >&2; echo x > made.txt; exit 3')"
+    [ "$status_code" = 200 ]
+    r() { jq -r "$1" <<< "$output"; }
+    [ "$(r .exitCode)" = 3 ] && [ "$(r .stdout)" = out ] && [ "$(r .stderr)" = err ]
+    [ "$(r '.createdFiles | join(",")')" = made.txt ]
+    [ "$(r .kernelId)" = ephemeral:e1 ] && [ "$(r .kernelMode)" = ephemeral ] && [ "$(r .language)" = shell ]
+    [ "$(r .environmentRevisionId)" = system-shell-bwrap-v1 ] && [ "$(r .workingDirectory)" = /workspace ]
+    [ "$(r .networkPolicy)" = none ] && [ "$(r .networkAccessRevision)" = none ] && [ "$(r .sandbox)" = bubblewrap ]
+    [[ "$(r .workspaceSnapshot.digest)" =~ ^sha256:[0-9a-f]{64}$ ]] && [ "$(r .workspaceSnapshot.pool)" = agent-state ]
+    [ "$(r .environmentVariables.HOME)" = /tmp ]
+}
+
+@test "POST /execute runs Python; R is refused without environments" {
+    signed /execute "$(shell_request p1 'import sys; print(sys.version_info[0])')"
+    [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = 3 ] && [ "$(jq -r .language <<< "$output")" = python ]
+    [ "$(jq -r .environmentRevisionId <<< "$output")" = rev-1 ]
+    signed /execute "$(shell_request p2 'print(1)' '{"language":"r"}')"
+    [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "R execution requires the scientific environment capability" ]
+}
+
+@test "an executionId replayed within 60 s is 409, and consumed even when the run failed" {
+    signed /execute-shell "$(shell_request dup 'exit 0' '{"executionTimeoutMs":-1}')"
+    [ "$status_code" = 400 ]
+    signed /execute-shell "$(shell_request dup 'exit 0')"
+    [ "$status_code" = 409 ] && [ "$output" = '{"error":"Execution ID has already been used"}' ]
+}
+
+@test "kernelMode persistent, workspaces outside the roots and malformed bodies are 400 before anything is created" {
+    before=$(find "$WORK/data" | sort)
+    signed /execute-shell "$(shell_request k1 'true' '{"kernelMode":"persistent"}' | jq -c ".workspaceRoot = \"$WORK/data/projects/new\"")"
+    [ "$status_code" = 400 ]
+    [[ "$(jq -r .error <<< "$output")" == "Runner executions must be ephemeral; persistent runtimes are no longer supported."* ]]
+    [ "$(find "$WORK/data" | sort)" = "$before" ]
+    signed /execute-shell "$(shell_request k2 'true' | jq -c ".workspaceRoot = \"$WORK\"")"
+    [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "Runner workspace must be inside the configured projects or remote-workspaces directory" ]
+    signed /execute-shell "$(shell_request k3 'true' | jq -c ".workspaceRoot = \"$WORK/data/projects/none\"")"
+    [ "$status_code" = 400 ] && [[ "$(jq -r .error <<< "$output")" == "ENOENT: no such file or directory, realpath"* ]]
+    signed /execute-shell '{"broken":'
+    [ "$status_code" = 400 ]
+    signed /execute-shell "$(shell_request k4 '   ')"
+    [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "Shell code is required" ]
+    signed /execute-shell "$(shell_request k5 'true' | jq -c '.permissionEpoch.mounts = []')"
+    [ "$(jq -r .error <<< "$output")" = "Shell execution accepts exactly one read-write workspace mount" ]
+    head -c 2000001 /dev/zero | tr '\0' ' ' > "$WORK/big"
+    read -r t s < <(sign "$WORK/big")
+    api POST /execute-shell -H "x-science-execution-timestamp: $t" -H "x-science-execution-signature: $s" --data-binary @"$WORK/big"
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Request body exceeds the 2000000 byte limit"}' ]
+}
+
+@test "timeouts and quota breaches are 400 with the upstream texts; output over budget is cut with the marker" {
+    signed /execute-shell "$(shell_request t1 'sleep 30' '{"executionTimeoutMs":500}')"
+    [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "Shell execution timed out after 500 ms" ]
+    signed /execute-shell "$(shell_request q1 'head -c 3000000 /dev/zero > big; sleep 5' '{"maxWorkspaceBytes":1000000}')"
+    [ "$status_code" = 400 ] && [[ "$(jq -r .error <<< "$output")" == "Workspace exceeded the 1000000 byte execution quota"* ]]
+    signed /execute-shell "$(shell_request o1 'head -c 50000 /dev/zero | tr "\0" a; head -c 50000 /dev/zero | tr "\0" b >&2' '{"maxOutputBytes":10000}')"
+    [ "$status_code" = 200 ]
+    total=$(jq -r '(.stdout + .stderr) | utf8bytelength' <<< "$output")
+    [ "$total" -le 10000 ]
+    [[ "$(jq -r '.stdout + .stderr' <<< "$output")" == *"[output truncated: exceeded 10000 bytes; set SCIENCE_AGENT_MAX_OUTPUT_BYTES=0 to disable]"* ]]
+    [ "$(jq 'has("truncated")' <<< "$output")" = false ]
+}
+
+@test "a client that disconnects aborts its execution: nothing left running, nothing in /status" {
+    marker="sbx-disconnect-$$-$RANDOM"
+    shell_request d1 "sleep 30 # $marker" > "$WORK/req.json"
+    read -r ts sig < <(sign "$WORK/req.json")
+    run curl -sS --max-time 1 -H "authorization: Bearer $TOKEN" -H "x-science-execution-timestamp: $ts" \
+        -H "x-science-execution-signature: $sig" --data-binary @"$WORK/req.json" "$BASE/execute-shell"
+    assert_failure 28
+    # Bounded wait for the kill to land (the grace period is 1 s).
+    for _ in $(seq 50); do
+        api GET /status
+        [ "$(jq '.activeExecutions | length' <<< "$output")" = 0 ] && ! pgrep -f "$marker" >/dev/null && break
+        sleep 0.1
+    done
+    [ "$(jq '.activeExecutions | length' <<< "$output")" = 0 ]
+    run pgrep -f "$marker"
+    assert_failure
+}
+
+@test "/status lists a running execution with its session, agent and startedAt" {
+    signed /execute-shell "$(shell_request s1 'sleep 2')" &
+    client=$!
+    for _ in $(seq 50); do
+        api GET /status
+        [ "$(jq -r '.activeExecutions[0].status' <<< "$output")" = running ] && break
+        sleep 0.1
+    done
+    [ "$(jq -c '.activeExecutions[0] | [.executionId, .sessionId, .agentId, .kernelMode, .language, (.startedAt | type)]' <<< "$output")" = '["s1","s1","main","ephemeral","shell","string"]' ]
+    wait "$client"
+}
+
+@test "kernels: none exist; teardown answers count 0 and needs a sessionId" {
+    api GET /kernels
+    [ "$output" = '[]' ]
+    api POST /kernels/teardown --data-binary '{"sessionId":"s1"}'
+    [ "$status_code" = 200 ] && [ "$output" = '{"count":0,"reason":"Persistent kernel memory was cleared"}' ]
+    api POST /kernels/teardown --data-binary '{"sessionId":" "}'
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"sessionId is required"}' ]
+    api POST /kernels/k1/teardown --data-binary '{"reason":"bye"}'
+    [ "$output" = '{"count":0,"kernelId":"k1","reason":"bye"}' ]
+}
+
+@test "features of later stages answer as the upstream does without them" {
+    api GET /environments
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Scientific environments are unavailable"}' ]
+    api GET /npu/workloads
+    [ "$output" = '[]' ]
+    api GET /npu/jobs
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"session_id is required for NPU job access"}' ]
+    api GET '/npu/jobs?session_id=s1'
+    [ "$output" = '[]' ]
+    api GET '/npu/jobs/j1?session_id=s1'
+    [ "$status_code" = 404 ]
+    api GET '/npu/jobs/j1/logs?session_id=s1'
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Unknown NPU job: j1"}' ]
+    signed /npu/jobs '{"workloadId":"npu.smoke_test"}'
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"NPU Broker is disabled"}' ]
+    api GET /npu/devices
+    [ "$(jq -r .supported <<< "$output")" = false ]
+    api GET /resources
+    [ "$(jq -r '.workspaceDisk.path' <<< "$output")" = "$(realpath "$WORK/data/remote-workspaces")" ]
+}
+
+@test "configuration: a bad value stops startup naming the variable" {
+    for bad in "SCIENCE_AGENT_RUNNER_PORT=70000" "SCIENCE_AGENT_EXECUTION_SIGNATURE_MAX_AGE_MS=0" \
+               "SCIENCE_AGENT_MAX_OUTPUT_BYTES=-1" "SCIENCE_AGENT_SANDBOX_PROVIDER=seatbelt"; do
+        run --separate-stderr env "$bad" sbx-httpd
+        assert_failure 2
+        [[ "$stderr" == *"${bad%%=*}"* ]]
+    done
+}
+
+@test "a Unix socket instead of TCP: parent 0700, socket 0600, removed on SIGTERM" {
+    kill "$HTTPD_PID"; wait "$HTTPD_PID" || true
+    sock="$WORK/run/api.sock"
+    httpd_start SCIENCE_AGENT_RUNNER_SOCKET="$sock"
+    [ "$(stat -c %a "$WORK/run")" = 700 ] && [ "$(stat -c %a "$sock")" = 600 ]
+    run curl -sS --unix-socket "$sock" http://runner/health
+    [ "$(jq -r .status <<< "$output")" = ok ]
+    kill "$HTTPD_PID"; wait "$HTTPD_PID" || true
+    [ ! -e "$sock" ]
+}

@@ -1,0 +1,67 @@
+# httpd_helpers.bash — a real sbx-httpd per test: its own data dir, an
+# ephemeral port (read from --ready-fd, no sleeps), and curl helpers that
+# sign like the real client (bearer + HMAC-SHA256 over ts "\n" sha256(body)).
+load launch_helpers
+
+TOKEN=test-token-$$
+
+httpd_setup() {
+    launch_setup
+    export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
+    unset SBX_DATA_DIR SCIENCE_AGENT_RUNNER_SOCKET
+    PROJECT="$WORK/data/projects/p1"
+    httpd_start
+    mkdir -p "$PROJECT"
+    chmod 777 "$PROJECT"
+}
+
+# httpd_start [ENV=VALUE...]: starts the server and waits for its address.
+httpd_start() {
+    rm -f "$WORK/ready" && mkfifo "$WORK/ready"
+    env "$@" sbx-httpd --ready-fd 3 3>"$WORK/ready" 2>>"$WORK/httpd.err" &
+    HTTPD_PID=$!
+    read -r READY < "$WORK/ready"
+    PORT=$(jq -r '.port // empty' <<< "$READY")
+    BASE="http://127.0.0.1:$PORT"
+}
+
+httpd_teardown() {
+    [ -z "${HTTPD_PID:-}" ] || kill "$HTTPD_PID" 2>/dev/null || true
+    wait 2>/dev/null || true
+    launch_teardown
+}
+
+# api METHOD PATH [CURL-ARGS...]: an authenticated call; sets $status_code
+# and $output (the body).
+api() {
+    local method=$1 path=$2
+    shift 2
+    run curl -sS -o "$WORK/body" -w '%{http_code}' -X "$method" -H "authorization: Bearer $TOKEN" "$@" "$BASE$path"
+    status_code=$output
+    output=$(cat "$WORK/body")
+}
+
+# sign BODY-FILE [TS]: prints the signature headers' values "TS SIG".
+sign() {
+    local ts=${2:-$(date +%s%3N)} hash
+    hash=$(sha256sum < "$1" | cut -d' ' -f1)
+    printf '%s %s\n' "$ts" "$(printf '%s\n%s' "$ts" "$hash" | openssl dgst -sha256 -hmac "$TOKEN" -r | cut -d' ' -f1)"
+}
+
+# signed PATH JSON [CURL-ARGS...]: a signed POST of JSON.
+signed() {
+    local path=$1
+    printf '%s' "$2" > "$WORK/req.json"
+    shift 2
+    read -r ts sig < <(sign "$WORK/req.json")
+    api POST "$path" -H "x-science-execution-timestamp: $ts" -H "x-science-execution-signature: $sig" \
+        --data-binary @"$WORK/req.json" "$@"
+}
+
+# shell_request ID CODE [EXTRA-JSON]: a ShellExecutionRequest in $PROJECT.
+shell_request() {
+    jq -cn --arg id "$1" --arg code "$2" --arg ws "$PROJECT" --argjson extra "${3:-{\}}" \
+        '{agentId: "main", code: $code, executionId: $id, workspaceRoot: $ws,
+          permissionEpoch: {id: "ep1", sessionId: "s1", mounts: [{source: "workspace", mode: "read-write"}],
+                            networkPolicy: "none", environmentRevisionId: "rev-1"}} + $extra'
+}
