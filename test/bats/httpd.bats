@@ -211,3 +211,18 @@ teardown() { httpd_teardown; }
     kill "$HTTPD_PID"; wait "$HTTPD_PID" || true
     [ ! -e "$sock" ]
 }
+
+@test "permissionEpoch networkAccess selects domain-allowlist through sbx-egress; a mismatch reads as none" {
+    access='{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":false}'
+    signed /execute-shell "$(shell_request n1 'curl -sS -i http://other.test/ | grep -i ^x-sandbox-network' |
+        jq -c ".permissionEpoch.networkPolicy = \"domain-allowlist\" | .permissionEpoch.networkAccess = $access")"
+    [ "$status_code" = 200 ]
+    [[ "$(jq -r .stdout <<< "$output")" == *"other.test:80 is not in the sandbox network allowed domains"* ]]
+    [ "$(jq -r .networkPolicy <<< "$output")" = domain-allowlist ]
+    [[ "$(jq -r .networkAccessRevision <<< "$output")" =~ ^[0-9a-f]{16}$ ]]
+    [ "$(jq -r .environmentVariables.HTTP_PROXY <<< "$output")" = http://127.0.0.1:18118 ]
+    # networkAccess for another mode than the policy: no network at all.
+    signed /execute-shell "$(shell_request n2 'env | grep -c PROXY || true' |
+        jq -c ".permissionEpoch.networkPolicy = \"none\" | .permissionEpoch.networkAccess = $access")"
+    [ "$(jq -r .networkPolicy <<< "$output")" = none ] && [ "$(jq -r .stdout <<< "$output")" = 0 ]
+}
