@@ -42,7 +42,7 @@ help:
 	@echo "make [all]      build every program into bin/ (SAN=1: ASan+UBSan, CC=clang)"
 	@echo "make deps       install build and test dependencies (apt-get)"
 	@echo "make check      deps + build + unit tests + bats suites (root and sbxtest)"
-	@echo "make run        build and run the main program"
+	@echo "make run        build and run sbx-httpd in the foreground (data dir and token in .sciencediscovery-data)"
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make bench      benchmarks, printed as ratios against an anchor"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)"
@@ -107,7 +107,7 @@ check: deps
 	@sh test/run.sh
 
 run: $(PROGRAMS)
-	bin/sbx-probe
+	@sh mk/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
