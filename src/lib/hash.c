@@ -1,6 +1,7 @@
 /* hash.c — SHA-256 hex digests through OpenSSL's EVP interface. */
 #include "hash.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 
@@ -13,4 +14,11 @@ void sbx_sha256_hex(const void *data, size_t len, char out[SBX_SHA256_HEX_LEN + 
 	for (unsigned int i = 0; i < md_len && i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
 	out[SBX_SHA256_HEX_LEN] = '\0';
+}
+
+/* sbx reads no OpenSSL configuration: it only hashes, and loading
+ * openssl.cnf costs every program start a few milliseconds. */
+__attribute__((constructor)) static void crypto_init(void)
+{
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 }

@@ -46,28 +46,30 @@ static void close_pair(int p[2])
 int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd, int channel_fd,
 		      struct sbx_sandbox *sb, struct sbx_error *e)
 {
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 };
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 }, plan[2] = { -1, -1 };
 	int memfd = memfd_create("sbx-spec", MFD_CLOEXEC);
 	char *text = json_dumps(spec, JSON_COMPACT);
 
 	memset(sb, 0, sizeof(*sb));
 	sb->pid = -1;
-	sb->pidfd = sb->init_pidfd = sb->in = sb->out = sb->err = sb->info = -1;
+	sb->pidfd = sb->init_pidfd = sb->in = sb->out = sb->err = sb->info = sb->plan = -1;
 	if (memfd < 0 || !text || sbx_write_all(memfd, text, strlen(text)) != 0 || lseek(memfd, 0, SEEK_SET) != 0 ||
-	    pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(info, O_CLOEXEC)) {
+	    pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(info, O_CLOEXEC) ||
+	    pipe2(plan, O_CLOEXEC)) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "spawn-failed", "preparing the sandbox: %s", strerror(errno));
 		goto fail;
 	}
 	free(text);
 	text = NULL;
 	/* The spec is read by sbx-launch from fd 3; bwrap reports on fd 4; the
-	 * worker channel's end is fd 5. */
-	const int extra[3] = { memfd, info[1], channel_fd };
-	const char *with_channel[] = { launch, "--info-fd", "4", "--channel-fd", "5", "/proc/self/fd/3", NULL };
-	const char *without[] = { launch, "--info-fd", "4", "/proc/self/fd/3", NULL };
-	struct sbx_spawn s = { .argv = channel_fd >= 0 ? with_channel : without, .stdin_fd = in[0],
-			       .stdout_fd = out[1], .stderr_fd = err[1], .extra_fds = extra,
-			       .n_extra = channel_fd >= 0 ? 3 : 2, .new_session = true, .die_with_parent = true,
+	 * worker channel's end is fd 5; sbx-launch's plan (the environment and
+	 * working directory it gives) comes back on fd 6 (5 without a channel). */
+	const int with[4] = { memfd, info[1], channel_fd, plan[1] }, without[3] = { memfd, info[1], plan[1] };
+	const char *argv_with[] = { launch, "--info-fd", "4", "--channel-fd", "5", "--plan-fd", "6", "/proc/self/fd/3", NULL };
+	const char *argv_without[] = { launch, "--info-fd", "4", "--plan-fd", "5", "/proc/self/fd/3", NULL };
+	struct sbx_spawn s = { .argv = channel_fd >= 0 ? argv_with : argv_without, .stdin_fd = in[0],
+			       .stdout_fd = out[1], .stderr_fd = err[1], .extra_fds = channel_fd >= 0 ? with : without,
+			       .n_extra = channel_fd >= 0 ? 4 : 3, .new_session = true, .die_with_parent = true,
 			       .cgroup_procs_fd = cgroup_procs_fd };
 	sb->pid = sbx_spawn_start(&s, NULL, e);
 	if (sb->pid < 0)
@@ -77,6 +79,8 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_f
 	close(out[1]);
 	close(err[1]);
 	close(info[1]);
+	close(plan[1]);
+	sb->plan = plan[0];
 	sb->in = in[1];
 	sb->out = out[0];
 	sb->err = err[0];
@@ -95,6 +99,7 @@ fail:
 	close_pair(out);
 	close_pair(err);
 	close_pair(info);
+	close_pair(plan);
 	return -1;
 }
 
@@ -223,9 +228,25 @@ int sbx_sandbox_reap(struct sbx_sandbox *sb)
 	return status;
 }
 
+json_t *sbx_sandbox_plan(struct sbx_sandbox *sb)
+{
+	struct sbx_error e;
+	size_t len;
+	if (sb->plan < 0)
+		return NULL;
+	/* Blocks until sbx-launch wrote it and closed, or exited: at most as
+	 * long as the launch's own checks. */
+	char *text = sbx_read_fd_capped(sb->plan, 1u << 20, &len, "sbx-launch plan", &e);
+	close(sb->plan);
+	sb->plan = -1;
+	json_t *plan = text && len ? json_loadb(text, len, 0, NULL) : NULL;
+	free(text);
+	return plan;
+}
+
 void sbx_sandbox_close(struct sbx_sandbox *sb)
 {
-	int *fds[] = { &sb->pidfd, &sb->init_pidfd, &sb->in, &sb->out, &sb->err, &sb->info };
+	int *fds[] = { &sb->pidfd, &sb->init_pidfd, &sb->in, &sb->out, &sb->err, &sb->info, &sb->plan };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);

@@ -21,6 +21,7 @@ struct sbx_sandbox {
 	int init_pidfd;
 	uint64_t pidns;     /* its pid namespace inode */
 	int in, out, err, info; /* our ends: the workload's stdin, stdout, stderr; bwrap's info */
+	int plan;           /* sbx-launch's --plan-fd record, read once by sbx_sandbox_plan */
 	char info_buf[4096];
 	size_t info_len;
 };
@@ -29,6 +30,10 @@ struct sbx_sandbox {
  * channel_fd >= 0: the sandbox's end of the worker channel. */
 int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd, int channel_fd,
 		      struct sbx_sandbox *sb, struct sbx_error *e);
+/* sbx-launch's plan ({argv, env, cwd, ...}, its --dry-run record), written
+ * just before bwrap starts; NULL when the launch refused (it said why on
+ * stderr). */
+json_t *sbx_sandbox_plan(struct sbx_sandbox *sb);
 /* Reads bwrap's info fd when it is readable; true once pid 1 is known. */
 bool sbx_sandbox_read_info(struct sbx_sandbox *sb);
 /* sig to every process below the sandbox's pid 1 (its whole namespace but

@@ -32,6 +32,7 @@ struct options {
 	bool list_seccomp;
 	int info_fd;
 	int channel_fd;
+	int plan_fd;
 	const char *capabilities;
 	const char *run_as;
 	const char *spec;
@@ -50,6 +51,8 @@ static void usage(FILE *out)
 		"  --list-seccomp         print the seccomp rule table, one JSON object per line\n"
 		"  --info-fd FD           bwrap writes {\"child-pid\": N} (the sandbox's pid 1) to FD\n"
 		"  --channel-fd FD        FD enters the sandbox as fd 5, named by SBX_CHANNEL_FD\n"
+		"  --plan-fd FD           write the --dry-run record to FD (one line, then closed)\n"
+		"                         just before bwrap is exec'd\n"
 		"  --capabilities FILE    a probe answer (sbx-probe's JSON) instead of the cached probe\n"
 		"  --run-as USER|UID[:GID] who the workload runs as when started by root\n"
 		"                         (default: $SBX_RUN_AS, the 'sbx' user, else 10001:10001)\n"
@@ -59,12 +62,13 @@ static void usage(FILE *out)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_DRY = 256, OPT_LIST, OPT_INFO, OPT_CHANNEL, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
+	enum { OPT_DRY = 256, OPT_LIST, OPT_INFO, OPT_CHANNEL, OPT_PLAN, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
 	static const struct option options[] = {
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "list-seccomp", no_argument, NULL, OPT_LIST },
 		{ "info-fd", required_argument, NULL, OPT_INFO },
 		{ "channel-fd", required_argument, NULL, OPT_CHANNEL },
+		{ "plan-fd", required_argument, NULL, OPT_PLAN },
 		{ "capabilities", required_argument, NULL, OPT_CAPS },
 		{ "run-as", required_argument, NULL, OPT_RUN_AS },
 		{ "help", no_argument, NULL, 'h' },
@@ -74,13 +78,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	opterr = 0;
-	o->info_fd = o->channel_fd = -1;
+	o->info_fd = o->channel_fd = o->plan_fd = -1;
 	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DRY: o->dry_run = true; break;
 		case OPT_LIST: o->list_seccomp = true; break;
 		case OPT_INFO: o->info_fd = (int)sbx_cli_parse_long("--info-fd", optarg, 0, 65535); break;
 		case OPT_CHANNEL: o->channel_fd = (int)sbx_cli_parse_long("--channel-fd", optarg, 0, 65535); break;
+		case OPT_PLAN: o->plan_fd = (int)sbx_cli_parse_long("--plan-fd", optarg, 0, 65535); break;
 		case OPT_CAPS: o->capabilities = optarg; break;
 		case OPT_RUN_AS: o->run_as = optarg; break;
 		case 'h': usage(stdout); exit(SBX_EXIT_OK);
@@ -95,6 +100,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	/* A dry run only records the variable; a launch needs the descriptor. */
 	if (o->channel_fd >= 0 && (o->channel_fd <= 2 || (!o->dry_run && fcntl(o->channel_fd, F_GETFD) < 0)))
 		sbx_cli_usage_error("sbx-launch", "--channel-fd: must name an open descriptor above 2");
+	if (o->plan_fd >= 0 && (o->plan_fd <= 3 || o->plan_fd == o->info_fd || o->plan_fd == o->channel_fd ||
+				fcntl(o->plan_fd, F_GETFD) < 0))
+		sbx_cli_usage_error("sbx-launch", "--plan-fd: must name another open descriptor above 3");
 	o->spec = optind < argc ? argv[optind] : "-";
 }
 
@@ -190,8 +198,9 @@ static json_t *string_list(const struct sbx_strvec *v)
 	return a;
 }
 
-static int print_dry_run(const struct sbx_launch_spec *spec, const struct sbx_launch_plan *plan,
-			 const struct sbx_seccomp_program *prog, const struct sbx_run_as *r, json_t *probe)
+/* The --dry-run record: what the sandbox gets and who runs it. */
+static json_t *dry_run_record(const struct sbx_launch_spec *spec, const struct sbx_launch_plan *plan,
+			      const struct sbx_seccomp_program *prog, const struct sbx_run_as *r, json_t *probe)
 {
 	json_t *env = json_object();
 	for (size_t i = 0; i < plan->env_keys.len; i++)
@@ -202,9 +211,7 @@ static int print_dry_run(const struct sbx_launch_spec *spec, const struct sbx_la
 				"seccomp", "arch", prog->arch, "libseccomp", prog->libseccomp,
 				"instructions", (json_int_t)prog->instructions, "fromCache", prog->from_cache,
 				"runAs", "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid, "probe", probe);
-	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
-	json_decref(out);
-	return rc;
+	return out;
 }
 
 int main(int argc, char **argv)
@@ -273,13 +280,27 @@ int main(int argc, char **argv)
 	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
 		sbx_die(&e);
 	if (o.dry_run) {
-		int rc = print_dry_run(&spec, &plan, &prog, &who, probe);
+		json_t *record = dry_run_record(&spec, &plan, &prog, &who, probe);
+		int rc = record && sbx_json_print(stdout, record) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
+		json_decref(record);
 		json_decref(probe);
 		sbx_launch_plan_free(&plan);
 		sbx_launch_host_free(&host);
 		sbx_launch_spec_free(&spec);
 		close(prog.fd);
 		return rc;
+	}
+	if (o.plan_fd >= 0) {
+		/* The caller's provenance, without a second launch to get it. */
+		json_t *record = dry_run_record(&spec, &plan, &prog, &who, probe);
+		char *text = record ? json_dumps(record, JSON_COMPACT) : NULL;
+		if (!text || dprintf(o.plan_fd, "%s\n", text) < 0) {
+			sbx_error_set(&e, SBX_EXIT_INTERNAL, "plan-fd", "--plan-fd: cannot write the record");
+			sbx_die(&e);
+		}
+		free(text);
+		json_decref(record);
+		close(o.plan_fd);
 	}
 	json_decref(probe);
 	if (o.info_fd >= 0) {

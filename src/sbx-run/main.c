@@ -149,38 +149,16 @@ static void record_supervisor(struct run *r)
 	free(text);
 }
 
-/* sbx-launch --dry-run of the spec: validates the host and records the
- * environment and working directory the sandbox will get. */
-static json_t *provenance(struct run *r, struct sbx_error *e)
+/* The launch spec, kept beside the result (the environment and working
+ * directory the sandbox got come from sbx-launch's plan at start). */
+static int record_spec(struct run *r, struct sbx_error *e)
 {
 	char *text = json_dumps(r->req.spec, JSON_COMPACT);
 	char path[PATH_MAX + 256];
 	snprintf(path, sizeof(path), "%s/launch-spec.json", r->exec_dir);
-	if (!text || sbx_atomic_write(path, text, strlen(text), 0600, e) != 0) {
-		free(text);
-		return NULL;
-	}
+	int rc = text ? sbx_atomic_write(path, text, strlen(text), 0600, e) : -1;
 	free(text);
-	const char *argv[] = { r->launch, "--dry-run", "--channel-fd", "5", path, NULL };
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1 };
-	struct sbx_capture c;
-	if (sbx_spawn_capture(&s, 60000, 4u << 20, &c, e) != 0)
-		return NULL;
-	json_t *out = NULL;
-	if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) {
-		out = sbx_json_parse(c.out, c.out_len, "sbx-launch --dry-run", e);
-	} else {
-		char line[1024];
-		sbx_last_line(c.err, line, sizeof(line));
-		json_t *diag = json_loads(line, 0, NULL);
-		sbx_error_set(e, WIFEXITED(c.status) ? WEXITSTATUS(c.status) : SBX_EXIT_INTERNAL,
-			      sbx_json_string_or(diag, "code", "launch-refused"), "%s",
-			      sbx_json_string_or(diag, "message", line));
-		sbx_error_remedy(e, "%s", sbx_json_string_or(diag, "remedy", ""));
-		json_decref(diag);
-	}
-	sbx_capture_free(&c);
-	return out;
+	return rc;
 }
 
 /* The signals that stop a run: SIGTERM, SIGINT, SIGHUP. */
@@ -264,6 +242,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	close(r->worker.sandbox_end);
 	r->worker.sandbox_end = -1;
+	r->provenance = sbx_sandbox_plan(&r->sb);
 	r->ran = true;
 	run_event("started", r, json_pack("{s:i}", "sandboxPid", (int)r->sb.pid));
 	worker_send_start(r);
@@ -281,7 +260,10 @@ static int execute(struct run *r, struct sbx_error *e)
 			free(text);
 		}
 		json_t *diag = json_loads(line, 0, NULL);
-		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "launch-failed", "the sandbox did not start: %s",
+		/* sbx-launch's own status says what kind of refusal it was. */
+		int code = WIFEXITED(r->wait_status) ? WEXITSTATUS(r->wait_status) : 0;
+		sbx_error_set(e, code >= 2 && code <= 9 ? code : SBX_EXIT_NO_SANDBOX,
+			      sbx_json_string_or(diag, "code", "launch-failed"), "the sandbox did not start: %s",
 			      sbx_json_string_or(diag, "message", line[0] ? line : "sbx-launch failed"));
 		json_decref(diag);
 		r->ran = false;
@@ -464,7 +446,7 @@ int main(int argc, char **argv)
 	if (sbx_run_as_resolve(NULL, &who, &e) != 0 ||
 	    worker_open(r, who.uid, who.gid, who.switch_user, &e) != 0 || run_egress_acquire(r, &who, &e) != 0)
 		fail(r, &e);
-	else if (!(r->provenance = provenance(r, &e)))
+	else if (record_spec(r, &e) != 0)
 		fail(r, &e);
 	else
 		execute(r, &e);

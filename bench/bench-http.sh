@@ -1,0 +1,66 @@
+#!/bin/bash
+# sbx-httpd end to end: a signed /execute-shell of `true` against the raw
+# bwrap launch of the same sandbox (sbx-launch's argv, filter on fd 3), in
+# one interleaved run (goal: at most 1.3x); then 200 managed executions
+# across 20 workspaces from 8 concurrent clients (none lost, per-workspace
+# order held, throughput, p50/p99 from submission to terminal record).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-30}
+LOAD=${LOAD:-200}
+work=$(mktemp -d /tmp/sbx-bench-http.XXXXXX)
+pid=
+cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+chmod 755 "$work"
+export SCIENCE_AGENT_DATA_DIR="$work/data" SCIENCE_AGENT_RUNNER_TOKEN=bench-token SCIENCE_AGENT_RUNNER_PORT=0
+mkfifo "$work/ready"
+bin/sbx-httpd --ready-fd 3 3>"$work/ready" 2>"$work/httpd.err" &
+pid=$!
+read -r ready < "$work/ready"
+base="http://127.0.0.1:$(jq -r .port <<< "$ready")"
+ws="$work/data/projects/p"
+mkdir -p "$ws" && chmod 777 "$ws"
+
+# The anchor: the very sandbox sbx-launch builds, run by bwrap directly.
+export SBX_DATA_DIR="$work/data"
+printf '{"argv":["/usr/bin/bash","--noprofile","--norc","-euo","pipefail","-c","true"],"workspace":"%s"}\n' "$ws" > "$work/spec.json"
+bin/sbx-launch --dry-run "$work/spec.json" > "$work/dry.json"
+mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
+filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
+unset SBX_DATA_DIR
+
+request() {
+    jq -cn --arg id "$1" --arg ws "$ws" '{agentId: "main", code: "true", executionId: $id, workspaceRoot: $ws,
+        permissionEpoch: {sessionId: "bench", mounts: [{source: "workspace", mode: "read-write"}], networkPolicy: "none"}}' > "$work/body"
+    ts=$(date +%s%3N)
+    sig=$(printf '%s\n%s' "$ts" "$(sha256sum < "$work/body" | cut -d' ' -f1)" | openssl dgst -sha256 -hmac bench-token -r | cut -d' ' -f1)
+}
+request warm; curl -sS -o /dev/null "$base/execute-shell" -H "authorization: Bearer bench-token" \
+    -H "x-science-execution-timestamp: $ts" -H "x-science-execution-signature: $sig" --data-binary @"$work/body"
+
+direct=() http=()
+for ((i = 0; i < N; i++)); do
+    t0=$(date +%s%N); "${argv[@]}" 3<"$filter"; t1=$(date +%s%N)
+    direct+=($((t1 - t0)))
+    request "b$i"
+    t=$(curl -sS -o "$work/out" -w '%{time_total}' "$base/execute-shell" -H "authorization: Bearer bench-token" \
+        -H "x-science-execution-timestamp: $ts" -H "x-science-execution-signature: $sig" --data-binary @"$work/body")
+    [ "$(jq -r .exitCode "$work/out")" = 0 ] || { echo "execution failed: $(cat "$work/out")" >&2; exit 1; }
+    http+=("$(awk -v t="$t" 'BEGIN { printf "%d", t * 1e9 }')")
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+md=$(median "${direct[@]}") mh=$(median "${http[@]}")
+awk -v d="$md" -v h="$mh" -v n="$N" 'BEGIN {
+    printf "runs each:                          %d (interleaved)\n", n
+    printf "anchor: raw bwrap launch of true:   %.2f ms median\n", d / 1e6
+    printf "signed POST /execute-shell of true: %.2f ms median (curl time_total)\n", h / 1e6
+    printf "ratio:                              %.3f (goal <= 1.3)\n", h / d
+}'
+load=$(python3 bench/http-load.py "$base" bench-token "$work/data/projects" "$LOAD" 20 8)
+jq -r '"managed load:                       \(.executions) executions, 20 workspaces, 8 clients",
+       "lost / failed:                      \(.lost) / \(.failures | length)",
+       "per-workspace order held:           \(.orderHeld)",
+       "throughput:                         \(.perSecond) executions/s (\(.wallSeconds) s)",
+       "submit -> terminal record:          p50 \(.p50Ms) ms, p99 \(.p99Ms) ms"' <<< "$load"
+[ "$(jq .lost <<< "$load")" = 0 ] && [ "$(jq .orderHeld <<< "$load")" = true ]
