@@ -100,11 +100,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	struct api_exec x;
 	json_t *run = NULL;
 
-	if (r->too_large)
-		return reply_error(r, 400, "Request body exceeds the %d byte limit", BODY_LIMIT);
-	if (!auth_signature(&g_server.cfg, r))
-		return reply_error(r, 401, "Invalid or expired execution signature");
-	json_t *doc = body_object(r, &sent);
+	json_t *doc = signed_body(r, "Invalid or expired execution signature", &sent);
 	if (!doc)
 		return sent;
 	if (request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg)) != 0) {

@@ -87,6 +87,9 @@ const char *query(struct req *r, const char *name);
 const char *header(struct req *r, const char *name);
 /* The JSON body (an object), or NULL after a 400 was sent. */
 json_t *body_object(struct req *r, enum MHD_Result *sent);
+/* The same for a signed endpoint: a too-large body (400), then the
+ * signature (401 with `refusal`), then the JSON. */
+json_t *signed_body(struct req *r, const char *refusal, enum MHD_Result *sent);
 /* Whether the client has gone (its socket closed). */
 bool client_gone(struct req *r);
 

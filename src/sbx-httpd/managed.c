@@ -194,11 +194,7 @@ enum MHD_Result handle_managed_start(struct req *r)
 {
 	enum MHD_Result sent;
 	char workspace[PATH_MAX], msg[1024], now[32];
-	if (r->too_large)
-		return reply_error(r, 400, "Request body exceeds the %d byte limit", BODY_LIMIT);
-	if (!auth_signature(&g_server.cfg, r))
-		return reply_error(r, 401, "Invalid or expired execution signature");
-	json_t *doc = body_object(r, &sent);
+	json_t *doc = signed_body(r, "Invalid or expired execution signature", &sent);
 	if (!doc)
 		return sent;
 	struct managed_run *m = calloc(1, sizeof(*m));

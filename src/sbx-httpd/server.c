@@ -77,6 +77,15 @@ json_t *body_object(struct req *r, enum MHD_Result *sent)
 	return doc;
 }
 
+json_t *signed_body(struct req *r, const char *refusal, enum MHD_Result *sent)
+{
+	if (!r->too_large && !auth_signature(&g_server.cfg, r)) {
+		*sent = reply_error(r, 401, "%s", refusal);
+		return NULL;
+	}
+	return body_object(r, sent);
+}
+
 bool client_gone(struct req *r)
 {
 	const union MHD_ConnectionInfo *info = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
