@@ -56,6 +56,7 @@ static void untrack(struct active *a)
 			*p = a->next;
 			break;
 		}
+	pthread_cond_broadcast(&g_server.active_changed);
 	pthread_mutex_unlock(&g_server.lock);
 	free(a);
 }

@@ -60,6 +60,7 @@ struct server {
 	bool network_available;
 	char network_reason[256];
 	pthread_mutex_t lock;        /* active, seen ids, managed bookkeeping */
+	pthread_cond_t active_changed;
 	struct active *active;
 	json_t *seen_ids;            /* executionId -> first-seen ms (60 s window) */
 	sqlite3 *db;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <time.h>
 #include <unistd.h>
 
 enum MHD_Result handle_health(struct req *r)
@@ -99,16 +100,25 @@ enum MHD_Result handle_kernels(struct req *r, const char *kernel_id)
 			json_decref(doc);
 			return reply_error(r, 400, "sessionId is required");
 		}
+		/* Woken as executions leave; a client that goes stops the wait. */
+		pthread_mutex_lock(&g_server.lock);
 		for (;;) {
 			bool busy = false;
-			pthread_mutex_lock(&g_server.lock);
 			for (struct active *a = g_server.active; a; a = a->next)
 				busy = busy || !strcmp(a->session_id, session);
-			pthread_mutex_unlock(&g_server.lock);
-			if (!busy || client_gone(r))
+			if (!busy)
 				break;
-			usleep(50 * 1000); /* polls the registry: executions signal nothing here */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&g_server.active_changed, &g_server.lock, &ts);
+			pthread_mutex_unlock(&g_server.lock);
+			bool gone = client_gone(r);
+			pthread_mutex_lock(&g_server.lock);
+			if (gone)
+				break;
 		}
+		pthread_mutex_unlock(&g_server.lock);
 		body = json_pack("{s:i,s:s}", "count", 0, "reason", reason);
 	}
 	json_decref(doc);

@@ -187,6 +187,7 @@ int main(int argc, char **argv)
 	snprintf(s->execution_user, sizeof(s->execution_user), "%s",
 		 pw ? pw->pw_name : getenv("USER") ? getenv("USER") : "unknown");
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->active_changed, NULL);
 	pthread_mutex_init(&s->db_lock, NULL);
 	s->seen_ids = json_object();
 	/* The stages this process runs see the same data dir and bwrap. */

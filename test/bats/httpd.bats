@@ -4,6 +4,16 @@
 
 load httpd_helpers
 
+# in_background NAME JSON PATH: a signed call in the background with its own
+# files (the foreground api calls keep theirs); its pid in $bg.
+in_background() {
+    printf '%s' "$2" > "$WORK/$1.json"
+    read -r ts sig < <(sign "$WORK/$1.json")
+    curl -sS -o "$WORK/$1.out" -H "authorization: Bearer $TOKEN" -H "x-science-execution-timestamp: $ts" \
+        -H "x-science-execution-signature: $sig" --data-binary @"$WORK/$1.json" "$BASE$3" &
+    bg=$!
+}
+
 setup() { httpd_setup; }
 teardown() { httpd_teardown; }
 
@@ -149,8 +159,8 @@ teardown() { httpd_teardown; }
 }
 
 @test "/status lists a running execution with its session, agent and startedAt" {
-    signed /execute-shell "$(shell_request s1 'sleep 2')" &
-    client=$!
+    in_background s1 "$(shell_request s1 'sleep 2')" /execute-shell
+    client=$bg
     for _ in $(seq 50); do
         api GET /status
         [ "$(jq -r '.activeExecutions[0].status' <<< "$output")" = running ] && break
@@ -225,4 +235,26 @@ teardown() { httpd_teardown; }
     signed /execute-shell "$(shell_request n2 'env | grep -c PROXY || true' |
         jq -c ".permissionEpoch.networkPolicy = \"none\" | .permissionEpoch.networkAccess = $access")"
     [ "$(jq -r .networkPolicy <<< "$output")" = none ] && [ "$(jq -r .stdout <<< "$output")" = 0 ]
+}
+
+@test "a queued execution whose client disconnects never starts; teardown waits for the session's executions" {
+    in_background first "$(shell_request first 'sleep 2')" /execute-shell
+    first=$bg
+    for _ in $(seq 50); do
+        api GET /status
+        [ "$(jq -r '.activeExecutions[0].status' <<< "$output")" = running ] && break
+        sleep 0.1
+    done
+    # Same session and agent: the second waits its turn, then its client goes.
+    shell_request second 'touch /workspace/second-ran' > "$WORK/req2.json"
+    read -r ts sig < <(sign "$WORK/req2.json")
+    curl -sS --max-time 0.5 -H "authorization: Bearer $TOKEN" -H "x-science-execution-timestamp: $ts" \
+        -H "x-science-execution-signature: $sig" --data-binary @"$WORK/req2.json" "$BASE/execute-shell" || true
+    # Teardown of the session returns only once the first has finished.
+    api POST /kernels/teardown --data-binary '{"sessionId":"s1"}'
+    [ "$status_code" = 200 ]
+    api GET /status
+    [ "$(jq '.activeExecutions | length' <<< "$output")" = 0 ]
+    wait "$first"
+    [ ! -e "$PROJECT/second-ran" ]
 }
