@@ -4,7 +4,8 @@
 set -eu
 PACKAGES="build-essential clang pkg-config bubblewrap jq libseccomp-dev libcap-ng-dev
 libssl-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libcmocka-dev bats
-bats-support bats-assert scdoc curl python3 util-linux passwd openssl nodejs"
+bats-support bats-assert scdoc curl python3 util-linux passwd openssl nodejs
+libcurl4-openssl-dev"
 
 missing=""
 for p in $PACKAGES; do

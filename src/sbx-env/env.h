@@ -1,0 +1,76 @@
+/* env.h — what sbx-env's files share: the layout under
+ * <data>/scientific-envs, the catalog, the provisioner, the tools it runs,
+ * and the checks every request passes. */
+#ifndef SBX_ENV_H
+#define SBX_ENV_H
+
+#include "../lib/error.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+
+#define STARTER_PYTHON "python=3.12 numpy=2.0 pandas=2.2 scipy=1.14 matplotlib=3.9"
+#define STARTER_R "r-base=4.4 r-tidyverse=2.0 r-data.table=1.16"
+#define MICROMAMBA_VERSION "2.8.1-0"
+
+struct envctx {
+	char data[PATH_MAX];
+	char root[PATH_MAX - 64];     /* <data>/scientific-envs */
+	char provisioner[PATH_MAX + 32]; /* the micromamba binary to run */
+	bool managed;                 /* the provisioner is ours to download */
+	char channels[16][256];       /* SCIENCE_AGENT_SCIENTIFIC_CHANNELS, in order */
+	int n_channels;
+	char cache[PATH_MAX];         /* SCIENCE_AGENT_PACKAGE_CACHE_DIR, "" none */
+	int tool_timeout_s;           /* every micromamba, pip and R call */
+	json_t *catalog;              /* {environments, revisions, version} */
+	int lock_fd;                  /* the catalog lock, held while mutating */
+};
+
+/* store.c */
+int env_open(struct envctx *c, struct sbx_error *e);
+int env_catalog_load(struct envctx *c, struct sbx_error *e);
+int env_catalog_save(struct envctx *c, struct sbx_error *e);
+/* Exclusive lock over the catalog (mutations), or shared (readers). */
+int env_lock(struct envctx *c, bool exclusive, struct sbx_error *e);
+void env_unlock(struct envctx *c);
+json_t *env_find(struct envctx *c, const char *kind, const char *id);
+void env_new_id(const char *prefix, char *out, size_t size);
+/* ids checked before any path is built from them */
+bool env_safe_env_id(const char *id);
+bool env_safe_rev_id(const char *id);
+void env_prefix_path(const struct envctx *c, const char *env_id, const char *rev_id, char *out, size_t size);
+void env_now(char out[32]);
+
+/* tool.c: runs micromamba / pip / R without a shell, within the timeout,
+ * output bounded; on failure e says the exact argv and the output's tail. */
+int env_run_tool(const struct envctx *c, const char *const *argv, char **out, struct sbx_error *e);
+int env_micromamba(const struct envctx *c, const char *const *args, char **out, struct sbx_error *e);
+
+/* provisioner.c */
+int env_provisioner_ready(struct envctx *c, void (*progress)(const char *phase, double fraction, void *arg),
+			  void *arg, struct sbx_error *e);
+const char *env_pinned_version(void);
+
+/* setup.c */
+json_t *env_setup_view(struct envctx *c);
+int env_setup_run(struct envctx *c, bool tty, struct sbx_error *e);
+bool env_available(struct envctx *c, char *why, size_t size);
+
+/* validate.c */
+int env_valid_name(const char *raw, char *out, size_t size, struct sbx_error *e);
+int env_valid_package(const char *raw, char *out, size_t size, struct sbx_error *e);
+int env_valid_index_url(const char *raw, char *out, size_t size, struct sbx_error *e);
+int env_valid_channels(const struct envctx *c, json_t *requested, json_t **out, struct sbx_error *e);
+
+/* manage.c */
+json_t *env_create(struct envctx *c, const char *name, const char *language, const char *base, struct sbx_error *e);
+json_t *env_install(struct envctx *c, const char *id, const char *manager, json_t *packages, json_t *channels,
+		    const char *index_url, const char *workspace, struct sbx_error *e);
+json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct sbx_error *e);
+int env_delete(struct envctx *c, const char *id, struct sbx_error *e);
+int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_error *e);
+json_t *env_resolve(struct envctx *c, const char *revision, const char *language, struct sbx_error *e);
+int env_snapshot_bytes(struct envctx *c, const char *rev, char **bytes, size_t *len, struct sbx_error *e);
+
+#endif

@@ -1,0 +1,201 @@
+/* sbx-env — managed micromamba scientific environments (environments.md):
+ * setup, list, create, install, uninstall, delete, revisions, snapshot
+ * bytes, and the prefix an execution mounts. JSON out, one command each. */
+#include "env.h"
+#include "../lib/cli.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
+#include "../lib/json.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: sbx-env status | setup [--wait] | list | revisions\n"
+		"       sbx-env create NAME --language python|r [--base ID]\n"
+		"       sbx-env install ID [--manager conda|pip|cran|bioconductor] [--channel C]... [--index-url URL]\n"
+		"                      [--workspace DIR] PKG...\n"
+		"       sbx-env uninstall ID PKG... | delete ID | snapshot REV\n"
+		"       sbx-env resolve [--revision REV] --language python|r\n"
+		"\n"
+		"State lives under <data dir>/scientific-envs. See sbx-env(1).\n");
+	sbx_cli_print_exit_codes(out);
+}
+
+static int print(json_t *v)
+{
+	if (!v)
+		return SBX_EXIT_INTERNAL;
+	sbx_json_print(stdout, v);
+	json_decref(v);
+	return SBX_EXIT_OK;
+}
+
+/* Every list, create and mutation needs ready environments. */
+static void need_available(struct envctx *c)
+{
+	char why[512];
+	struct sbx_error e;
+	if (!env_available(c, why, sizeof(why))) {
+		sbx_error_set(&e, SBX_EXIT_POLICY, "unavailable", "%s", why);
+		sbx_die(&e);
+	}
+}
+
+static json_t *catalog_array(struct envctx *c, const char *kind)
+{
+	struct sbx_error e;
+	if (env_lock(c, false, &e) != 0)
+		sbx_die(&e);
+	env_unlock(c);
+	return json_deep_copy(json_object_get(c->catalog, kind));
+}
+
+/* `setup` without --wait: the run goes on in its own session; we answer
+ * once it has said it started. */
+static int setup_detached(struct envctx *c)
+{
+	int ready[2];
+	if (pipe(ready) != 0)
+		return SBX_EXIT_INTERNAL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		close(ready[1]); /* the parent reads EOF: the run is under way */
+		struct sbx_error e;
+		_exit(env_setup_run(c, false, &e) == 0 ? 0 : 1);
+	}
+	close(ready[1]);
+	char b;
+	while (read(ready[0], &b, 1) > 0)
+		;
+	close(ready[0]);
+	waitpid(pid, NULL, 0);
+	return print(env_setup_view(c));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "language", required_argument, NULL, 'l' }, { "base", required_argument, NULL, 'b' },
+		{ "manager", required_argument, NULL, 'm' }, { "channel", required_argument, NULL, 'c' },
+		{ "index-url", required_argument, NULL, 'i' }, { "workspace", required_argument, NULL, 'w' },
+		{ "revision", required_argument, NULL, 'r' }, { "wait", no_argument, NULL, 'W' },
+		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
+	};
+	const char *language = NULL, *base = NULL, *manager = NULL, *index_url = NULL, *workspace = NULL, *revision = NULL;
+	json_t *channels = json_array();
+	bool wait = false;
+	struct envctx c;
+	struct sbx_error e;
+	int opt;
+
+	sbx_diag_program("sbx-env");
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return SBX_EXIT_OK;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		sbx_cli_print_version("sbx-env");
+		return SBX_EXIT_OK;
+	}
+	if (argc < 2)
+		sbx_cli_usage_error("sbx-env", "expected a command (see --help)");
+	const char *cmd = argv[1];
+	opterr = 0;
+	optind = 2;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		switch (opt) {
+		case 'l': language = optarg; break;
+		case 'b': base = optarg; break;
+		case 'm': manager = optarg; break;
+		case 'c': json_array_append_new(channels, json_string(optarg)); break;
+		case 'i': index_url = optarg; break;
+		case 'w': workspace = optarg; break;
+		case 'r': revision = optarg; break;
+		case 'W': wait = true; break;
+		case 'h': usage(stdout); return SBX_EXIT_OK;
+		default: sbx_cli_bad_option("sbx-env", argv[optind - 1]);
+		}
+	}
+	char **rest = argv + optind;
+	int n_rest = argc - optind;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (env_open(&c, &e) != 0)
+		sbx_die(&e);
+
+	if (!strcmp(cmd, "status"))
+		return print(env_setup_view(&c));
+	if (!strcmp(cmd, "setup")) {
+		if (!wait)
+			return setup_detached(&c);
+		if (env_setup_run(&c, isatty(2), &e) != 0)
+			sbx_die(&e);
+		return print(env_setup_view(&c));
+	}
+	if (!strcmp(cmd, "resolve")) {
+		if (!language)
+			sbx_cli_usage_error("sbx-env", "resolve needs --language python|r");
+		json_t *r = env_resolve(&c, revision, language, &e);
+		if (!r)
+			sbx_die(&e);
+		return print(r);
+	}
+	if (!strcmp(cmd, "snapshot")) {
+		char *bytes;
+		size_t len;
+		if (n_rest != 1)
+			sbx_cli_usage_error("sbx-env", "snapshot takes one REV");
+		if (env_snapshot_bytes(&c, rest[0], &bytes, &len, &e) != 0)
+			sbx_die(&e);
+		fwrite(bytes, 1, len, stdout);
+		free(bytes);
+		return SBX_EXIT_OK;
+	}
+	need_available(&c);
+	json_t *out = NULL;
+	if (!strcmp(cmd, "list")) {
+		out = catalog_array(&c, "environments");
+	} else if (!strcmp(cmd, "revisions")) {
+		out = catalog_array(&c, "revisions");
+	} else if (!strcmp(cmd, "create")) {
+		if (n_rest != 1 || !language)
+			sbx_cli_usage_error("sbx-env", "create takes NAME and --language python|r");
+		out = env_create(&c, rest[0], language, base, &e);
+	} else if (!strcmp(cmd, "install") || !strcmp(cmd, "uninstall")) {
+		if (n_rest < 1)
+			sbx_cli_usage_error("sbx-env", "install and uninstall take an environment ID and packages");
+		json_t *pkgs = json_array();
+		for (int i = 1; i < n_rest; i++)
+			json_array_append_new(pkgs, json_string(rest[i]));
+		out = !strcmp(cmd, "install") ? env_install(&c, rest[0], manager, pkgs, channels, index_url, workspace, &e)
+					      : env_uninstall(&c, rest[0], pkgs, &e);
+		json_decref(pkgs);
+	} else if (!strcmp(cmd, "delete")) {
+		if (n_rest != 1)
+			sbx_cli_usage_error("sbx-env", "delete takes one environment ID");
+		if (env_delete(&c, rest[0], &e) == 0)
+			out = json_pack("{s:s}", "deleted", rest[0]);
+	} else {
+		sbx_cli_usage_error("sbx-env", "unknown command (see --help)");
+	}
+	json_decref(channels);
+	if (!out)
+		sbx_die(&e);
+	return print(out);
+}
