@@ -51,6 +51,8 @@ int env_micromamba(const struct envctx *c, const char *const *args, char **out, 
 int env_provisioner_ready(struct envctx *c, void (*progress)(const char *phase, double fraction, void *arg),
 			  void *arg, struct sbx_error *e);
 const char *env_pinned_version(void);
+/* Runnable, and (managed) still the pinned binary. */
+bool env_provisioner_valid(struct envctx *c);
 
 /* setup.c */
 json_t *env_setup_view(struct envctx *c);

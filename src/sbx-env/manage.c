@@ -46,6 +46,8 @@ static void remove_tree(const char *path)
 static int lock_env(struct envctx *c, const char *id, struct sbx_error *e)
 {
 	char path[PATH_MAX + 96];
+	if (!env_safe_env_id(id))
+		return fail(e, SBX_EXIT_USAGE, "%s", "Environment metadata contains an unsafe identifier");
 	snprintf(path, sizeof(path), "%s/locks/env-%.64s.lock", c->root, id);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	while (fd >= 0 && flock(fd, LOCK_EX) != 0)

@@ -138,7 +138,9 @@ static int download(const char *url, struct body *b, struct sbx_error *e)
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)DOWNLOAD_TIMEOUT_S);
+	const char *t = getenv("SBX_ENV_DOWNLOAD_TIMEOUT_S");
+	long timeout = t && atol(t) > 0 ? atol(t) : DOWNLOAD_TIMEOUT_S;
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout);
 	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)DOWNLOAD_CAP);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
@@ -156,8 +158,8 @@ static int download(const char *url, struct body *b, struct sbx_error *e)
 		return -1;
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
-		sbx_error_set(e, SBX_EXIT_TIMEOUT, "download", "Provisioner download failed: the download timed out after %ds",
-			      DOWNLOAD_TIMEOUT_S);
+		sbx_error_set(e, SBX_EXIT_TIMEOUT, "download", "Provisioner download failed: the download timed out after %lds",
+			      timeout);
 		return -1;
 	}
 	if (rc != CURLE_OK) {
@@ -198,6 +200,18 @@ static int publish(const char *dest, const char *buf, size_t len, struct sbx_err
 		return -1;
 	}
 	return 0;
+}
+
+bool env_provisioner_valid(struct envctx *c)
+{
+	char filename[64], pin[65], have[65];
+	struct sbx_error e;
+	if (access(c->provisioner, X_OK) != 0)
+		return false;
+	if (!c->managed)
+		return true;
+	return pick_release(filename, sizeof(filename), pin, sizeof(pin), &e) == 0 &&
+	       file_sha256(c->provisioner, have) == 0 && !strcmp(have, pin);
 }
 
 int env_provisioner_ready(struct envctx *c, void (*progress)(const char *, double, void *), void *arg,

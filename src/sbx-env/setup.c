@@ -48,7 +48,7 @@ static json_t *initial(struct envctx *c)
 	struct sbx_error e;
 	if (on && env_lock(c, false, &e) == 0) {
 		env_unlock(c);
-		if (env_find(c, "environments", "starter-python") && access(c->provisioner, X_OK) == 0) {
+		if (env_find(c, "environments", "starter-python") && env_provisioner_valid(c)) {
 			json_object_set_new(v, "state", json_string("ready"));
 			json_object_set_new(v, "phase", json_string("complete"));
 			json_object_set_new(v, "message", json_string("Scientific environments are ready"));
@@ -63,7 +63,8 @@ static json_t *load_state(struct envctx *c)
 	struct sbx_error e;
 	state_path(c, path, sizeof(path));
 	json_t *v = access(path, F_OK) == 0 ? sbx_json_load(path, 1u << 20, &e) : NULL;
-	if (!enabled()) {
+	/* "ready" holds only while the provisioner is still the right one. */
+	if (!enabled() || (v && !strcmp(sbx_json_string_or(v, "state", ""), "ready") && !env_provisioner_valid(c))) {
 		json_decref(v);
 		v = NULL;
 	}

@@ -1,0 +1,228 @@
+#!/usr/bin/env bats
+# sbx-env against the fake micromamba (test/fixtures/fake-micromamba) and a
+# local channel: setup, environments, revisions, validation, the pinned
+# download from a loopback release server, and interrupted updates.
+
+load launch_helpers
+
+setup() {
+    launch_setup
+    export SBX_DATA_DIR="$WORK/data" SCIENCE_AGENT_PROVISIONER_PATH="$FIXTURES/fake-micromamba" \
+        FAKE_MICROMAMBA_CHANNELS="$FIXTURES/channels"
+    unset SCIENCE_AGENT_PACKAGE_CACHE_DIR SCIENTIFIC_ENVS SCIENCE_AGENT_SCIENTIFIC_CHANNELS
+}
+
+teardown() {
+    [ -z "${SERVER_PID:-}" ] || kill "$SERVER_PID" 2>/dev/null || true
+    launch_teardown
+}
+
+ready() {
+    run --separate-stderr sbx-env setup --wait
+    assert_success
+}
+
+task_env() {
+    run --separate-stderr sbx-env create "${1:-Analysis}" --language python
+    assert_success
+    ENV_ID=$(jq -r .id <<< "$output")
+}
+
+@test "setup: from nothing to ready, with progress lines and the setup view" {
+    run --separate-stderr sbx-env status
+    [ "$(jq -c '[.state, .phase]' <<< "$output")" = '["not-configured","pending"]' ]
+    run --separate-stderr sbx-env setup --wait
+    assert_success
+    [ "$(jq -c '[.state, .phase, .provisioner, .managedProvisioner, .networkPolicy]' <<< "$output")" = '["ready","complete","micromamba",false,"allowed-channels"]' ]
+    [ "$(jq -r '.allowedChannels | join(",")' <<< "$output")" = conda-forge ]
+    [ "$(jq -r '.components.conda.state' <<< "$output")" = ready ]
+    [[ "$stderr" == *'"progress":"creating-python-base"'* && "$stderr" == *'"progress":"complete"'* ]]
+    run sbx-env list
+    [ "$(jq -r '.[0] | [.id, .kind, .status] | join(" ")' <<< "$output")" = "starter-python starter ready" ]
+    # A second setup finds it ready and changes nothing.
+    run --separate-stderr sbx-env setup --wait
+    assert_success
+    [ "$(ls "$WORK/data/scientific-envs/revisions")" = starter-python ]
+}
+
+@test "create, install (conda), uninstall and delete; each revision's snapshot bytes hash to snapshot.hash" {
+    ready
+    task_env "My   Analysis"
+    [ "$(jq -r .name <<< "$output")" = "My Analysis" ]
+    run --separate-stderr sbx-env install "$ENV_ID" -- requests
+    assert_success
+    [[ "$(jq -r '.packages | join(" ")' <<< "$output")" == *"requests=2.32.3=pyhd8ed1ab_0"* ]]
+    [ "$(jq -c .requestedChanges <<< "$output")" = '["conda:requests"]' ]
+    [ "$(jq -r .languageVersion <<< "$output")" = 3.12.4 ]
+    run --separate-stderr sbx-env uninstall "$ENV_ID" requests
+    assert_success
+    [ "$(jq -c .requestedChanges <<< "$output")" = '["conda:remove:requests"]' ]
+    for rev in $(sbx-env revisions | jq -r '.[].id'); do
+        [ "$(sbx-env snapshot "$rev" | sha256sum | cut -d' ' -f1)" = "$(sbx-env revisions | jq -r ".[] | select(.id == \"$rev\") | .snapshot.hash")" ]
+    done
+    [ "$(sbx-env snapshot "$(sbx-env revisions | jq -r '.[-1].id')" | jq -r .format)" = sciencediscovery-environment-revision-v2 ]
+    run --separate-stderr sbx-env delete "$ENV_ID"
+    assert_success
+    [ "$output" = "{\"deleted\":\"$ENV_ID\"}" ]
+    [ ! -e "$WORK/data/scientific-envs/revisions/$ENV_ID" ]
+    # Revisions stay, for audit.
+    [ "$(sbx-env revisions | jq "[.[] | select(.environmentId == \"$ENV_ID\")] | length")" -ge 3 ]
+}
+
+@test "pip from an offline wheel cache (micromamba --offline with CONDA_PKGS_DIRS, pip --no-index --find-links)" {
+    cache="$WORK/cache"
+    mkdir -p "$cache/conda-forge"
+    cp "$FIXTURES/channels/conda-forge/repodata.json" "$cache/conda-forge/"
+    python3 - "$cache/hello_wheel-1.0-py3-none-any.whl" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("hello_wheel/__init__.py", "GREETING = 'hello from a wheel'\n")
+    z.writestr("hello_wheel-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-wheel\nVersion: 1.0\n")
+PY
+    export SCIENCE_AGENT_PACKAGE_CACHE_DIR="$cache" FAKE_MICROMAMBA_CHANNELS=/nonexistent
+    run --separate-stderr sbx-env setup --wait
+    assert_success
+    [ "$(jq -r .networkPolicy <<< "$output")" = offline-cache ]
+    task_env
+    run --separate-stderr sbx-env install "$ENV_ID" -- pip
+    assert_success
+    run --separate-stderr sbx-env install "$ENV_ID" --manager pip -- hello-wheel
+    assert_success
+    [ "$(jq -c .channels <<< "$output")" = '["offline-cache:pip"]' ]
+    [[ "$(jq -r '.packages | join(" ")' <<< "$output")" == *"python:hello-wheel==1.0"* ]]
+    run --separate-stderr sbx-env install "$ENV_ID" --manager cran -- survival
+    assert_failure 2
+    [[ "$stderr" == *"cran installs are unavailable in offline-cache mode; use conda packages from the seeded cache"* ]]
+}
+
+@test "validation: names, package specs (leading dash, control bytes), managers, channels, indexUrl" {
+    ready
+    task_env
+    bad() {
+        run --separate-stderr sbx-env "$@"
+        assert_failure 2
+        [[ "$stderr" == *"$want"* ]] || fail "expected '$want', got: $stderr"
+    }
+    want="Environment name must be 1-80 safe display characters"
+    bad create --language python -- -bad
+    bad create --language python -- "$(printf 'x%.0s' $(seq 81))"
+    bad create --language python -- "a/b"
+    want="Environment name already exists: analysis"
+    bad create "analysis" --language python
+    want="Invalid package specification"
+    bad install "$ENV_ID" -- --channel=evil
+    bad install "$ENV_ID" -- "$(printf 'req\tuests')"
+    bad install "$ENV_ID" -- 'numpy;rm'
+    bad install "$ENV_ID" -- "$(printf 'a%.0s' $(seq 161))"
+    want="Unsupported environment package manager: npm"
+    bad install "$ENV_ID" --manager npm -- x
+    want="channels can only be used with manager=conda"
+    bad install "$ENV_ID" --manager pip --channel conda-forge -- x
+    want="indexUrl can only be used with manager=pip"
+    bad install "$ENV_ID" --index-url https://pypi.org/simple -- x
+    want="Package channels are not allowed: evil"
+    bad install "$ENV_ID" --channel evil -- requests
+    want="Remote pip URLs are not allowed"
+    bad install "$ENV_ID" --manager pip -- https://evil.test/x.whl
+    for url in "http://pypi.org/simple|pip indexUrl must use HTTPS" "https://u:p@pypi.org/simple|cannot contain credentials" \
+               "https://pypi.org/simple?x=1|cannot contain a query or fragment" "https://pypi.org/simple#f|cannot contain a query or fragment" \
+               "https://pypi.org/ simple|cannot contain whitespace or control characters"; do
+        want=${url#*|}
+        bad install "$ENV_ID" --manager pip --index-url "${url%%|*}" -- x
+    done
+    want="Starter environments are read-only; create a task environment first"
+    bad install starter-python -- requests
+    want="Starter environments cannot be deleted"
+    bad delete starter-python
+    want="Environment metadata contains an unsafe identifier"
+    bad install "../etc" -- requests
+    # Nothing was recorded by any of them.
+    [ "$(sbx-env revisions | jq length)" = 2 ]
+}
+
+@test "the pinned download: good, redirected, tampered, missing, oversized and slow, nothing left behind" {
+    unset SCIENCE_AGENT_PROVISIONER_PATH
+    good="$FIXTURES/fake-micromamba"
+    mkfifo "$WORK/port"
+    python3 "$FIXTURES/release-server.py" "$WORK/port" "$good" &
+    SERVER_PID=$!
+    read -r port < "$WORK/port"
+    export SCIENCE_AGENT_MICROMAMBA_VERSION=test-1 SCIENCE_AGENT_MICROMAMBA_SHA256="$(sha256sum < "$good" | cut -d' ' -f1)"
+    bin="$WORK/data/scientific-envs/bin"
+    try() {
+        SCIENCE_AGENT_MICROMAMBA_BASE_URL="http://127.0.0.1:$port/$1/" run --separate-stderr sbx-env setup --wait
+    }
+    for case in "tampered|does not match the pinned" "missing|HTTP 404" "huge|larger than 64 MiB"; do
+        try "${case%%|*}"
+        assert_failure
+        [[ "$stderr" == *"${case#*|}"* ]] || fail "${case%%|*}: $stderr"
+        [ -z "$(ls -A "$bin")" ]
+        [ "$(sbx-env status | jq -r .state)" = failed ]
+    done
+    SBX_ENV_DOWNLOAD_TIMEOUT_S=1 try slow
+    assert_failure
+    [[ "$stderr" == *"timed out after 1s"* ]]
+    [ -z "$(ls -A "$bin")" ]
+    # A failure is never permanent: the next setup (through a redirect) succeeds.
+    try redirect
+    assert_success
+    [ "$(jq -c '[.state, .provisionerVersion, .managedProvisioner]' <<< "$output")" = '["ready","test-1",true]' ]
+    [ "$(stat -c %a "$bin/micromamba")" = 700 ]
+    # A stored binary that fails its hash is replaced, not trusted.
+    echo tampered >> "$bin/micromamba"
+    [ "$(sbx-env status | jq -r .state)" != ready ]
+    try good
+    assert_success
+    [ "$(sha256sum < "$bin/micromamba" | cut -d' ' -f1)" = "$SCIENCE_AGENT_MICROMAMBA_SHA256" ]
+}
+
+@test "installs on one environment serialize while executions resolve another; a kill -9 mid-install leaves it failed" {
+    ready
+    task_env
+    export FAKE_MICROMAMBA_LOG="$WORK/mamba.log" FAKE_MICROMAMBA_DELAY_S=0.5
+    sbx-env install "$ENV_ID" -- requests > "$WORK/a.json" 2>&1 &
+    a=$!
+    sbx-env install "$ENV_ID" -- tqdm > "$WORK/b.json" 2>&1 &
+    b=$!
+    # Meanwhile the starter resolves at once.
+    run sbx-env resolve --language python
+    assert_success
+    wait "$a" && wait "$b"
+    # No two installs overlapped: every start is followed by its own end.
+    run grep ' install ' "$WORK/mamba.log"
+    [ "$(awk '{print $1}' <<< "$output" | tr '\n' ' ')" = "start end start end " ]
+    unset FAKE_MICROMAMBA_DELAY_S
+    # An install killed mid-way: the environment is failed, never silently ready.
+    FAKE_MICROMAMBA_HANG_ON=scipy setsid sbx-env install "$ENV_ID" -- scipy > /dev/null 2>&1 &
+    killer=$!
+    for _ in $(seq 100); do grep -q "start install" <(tail -n 1 "$WORK/mamba.log") && break; sleep 0.1; done
+    kill -9 -- "-$killer" || kill -9 "$killer"
+    wait "$killer" || true
+    run sbx-env list
+    [ "$(jq -r ".[] | select(.id == \"$ENV_ID\") | .status" <<< "$output")" = failed ]
+    [[ "$(jq -r ".[] | select(.id == \"$ENV_ID\") | .error" <<< "$output")" == "Environment update was interrupted"* ]]
+    run --separate-stderr sbx-env resolve --revision "$(jq -r ".[] | select(.id == \"$ENV_ID\") | .currentRevisionId" <<< "$output")" --language python
+    assert_failure 2
+    [[ "$stderr" == *"is not ready"* ]]
+    # A retried install repairs it.
+    run --separate-stderr sbx-env install "$ENV_ID" -- scipy
+    assert_success
+    [ "$(sbx-env list | jq -r ".[] | select(.id == \"$ENV_ID\") | .status")" = ready ]
+}
+
+@test "an execution inside a named environment sees its packages and not the host's interpreter" {
+    ready
+    task_env
+    sbx-env install "$ENV_ID" -- requests > /dev/null
+    rev=$(sbx-env list | jq -r ".[] | select(.id == \"$ENV_ID\") | .currentRevisionId")
+    prefix=$(sbx-env resolve --revision "$rev" --language python | jq -r .prefix)
+    chmod -R a+rX "$WORK/data/scientific-envs"
+    in_sandbox 'python -I -c "import sys, requests; print(sys.executable, requests.__version__)"; /usr/bin/python3 -c 1 || echo host-python-masked' \
+        "$(jq -cn --arg p "$prefix" '{environment: {prefix: $p}}')"
+    assert_success
+    assert_line "/opt/science-env/bin/python 2.32.3"
+    assert_line host-python-masked
+    run --separate-stderr sbx-env resolve --revision "$(sbx-env revisions | jq -r "[.[] | select(.environmentId == \"$ENV_ID\")][0].id")" --language python
+    assert_failure 2
+    [[ "$stderr" == *"Historical environment revisions are audit-only"* ]]
+}
