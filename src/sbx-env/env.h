@@ -72,7 +72,10 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct sbx_error *e);
 int env_delete(struct envctx *c, const char *id, struct sbx_error *e);
 int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_error *e);
-json_t *env_resolve(struct envctx *c, const char *revision, const char *language, struct sbx_error *e);
+/* The runtime of a current revision, of an environment, or (neither) of
+ * the language's starter. */
+json_t *env_resolve(struct envctx *c, const char *revision, const char *environment, const char *language,
+		    struct sbx_error *e);
 int env_snapshot_bytes(struct envctx *c, const char *rev, char **bytes, size_t *len, struct sbx_error *e);
 
 #endif

@@ -24,7 +24,7 @@ static void usage(FILE *out)
 		"       sbx-env install ID [--manager conda|pip|cran|bioconductor] [--channel C]... [--index-url URL]\n"
 		"                      [--workspace DIR] PKG...\n"
 		"       sbx-env uninstall ID PKG... | delete ID | snapshot REV\n"
-		"       sbx-env resolve [--revision REV] --language python|r\n"
+		"       sbx-env resolve [--revision REV | --environment ID] --language python|r\n"
 		"\n"
 		"State lives under <data dir>/scientific-envs. See sbx-env(1).\n");
 	sbx_cli_print_exit_codes(out);
@@ -95,10 +95,12 @@ int main(int argc, char **argv)
 		{ "language", required_argument, NULL, 'l' }, { "base", required_argument, NULL, 'b' },
 		{ "manager", required_argument, NULL, 'm' }, { "channel", required_argument, NULL, 'c' },
 		{ "index-url", required_argument, NULL, 'i' }, { "workspace", required_argument, NULL, 'w' },
-		{ "revision", required_argument, NULL, 'r' }, { "wait", no_argument, NULL, 'W' },
+		{ "revision", required_argument, NULL, 'r' }, { "environment", required_argument, NULL, 'E' },
+		{ "wait", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
 	};
-	const char *language = NULL, *base = NULL, *manager = NULL, *index_url = NULL, *workspace = NULL, *revision = NULL;
+	const char *language = NULL, *base = NULL, *manager = NULL, *index_url = NULL, *workspace = NULL, *revision = NULL,
+		   *environment = NULL;
 	json_t *channels = json_array();
 	bool wait = false;
 	struct envctx c;
@@ -128,6 +130,7 @@ int main(int argc, char **argv)
 		case 'i': index_url = optarg; break;
 		case 'w': workspace = optarg; break;
 		case 'r': revision = optarg; break;
+		case 'E': environment = optarg; break;
 		case 'W': wait = true; break;
 		case 'h': usage(stdout); return SBX_EXIT_OK;
 		default: sbx_cli_bad_option("sbx-env", argv[optind - 1]);
@@ -151,7 +154,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "resolve")) {
 		if (!language)
 			sbx_cli_usage_error("sbx-env", "resolve needs --language python|r");
-		json_t *r = env_resolve(&c, revision, language, &e);
+		json_t *r = env_resolve(&c, revision, environment, language, &e);
 		if (!r)
 			sbx_die(&e);
 		return print(r);

@@ -626,7 +626,8 @@ int env_delete(struct envctx *c, const char *id, struct sbx_error *e)
 	return rc;
 }
 
-json_t *env_resolve(struct envctx *c, const char *revision, const char *language, struct sbx_error *e)
+json_t *env_resolve(struct envctx *c, const char *revision, const char *environment, const char *language,
+		    struct sbx_error *e)
 {
 	if (env_lock(c, false, e) != 0)
 		return NULL;
@@ -640,6 +641,11 @@ json_t *env_resolve(struct envctx *c, const char *revision, const char *language
 		env = env_find(c, "environments", sbx_json_string_or(rev, "environmentId", ""));
 		if (!env || strcmp(sbx_json_string_or(env, "currentRevisionId", ""), revision) != 0) {
 			fail(e, SBX_EXIT_USAGE, "%s", "Historical environment revisions are audit-only; select an environment ID to use its latest state");
+			return NULL;
+		}
+	} else if (environment && *environment) {
+		if (!env_safe_env_id(environment) || !(env = env_find(c, "environments", environment))) {
+			fail(e, SBX_EXIT_USAGE, "Unknown environment: %s", environment);
 			return NULL;
 		}
 	} else {

@@ -218,7 +218,7 @@ int env_setup_run(struct envctx *c, bool tty, struct sbx_error *e)
 		}
 		if (rc == 0) {
 			step(&p, "conda", "verifying-python-base", "Verifying the Python base environment");
-			json_t *r = env_resolve(c, NULL, "python", e);
+			json_t *r = env_resolve(c, NULL, NULL, "python", e);
 			rc = r && access(json_string_value(json_object_get(r, "interpreter")), X_OK) == 0 ? 0 : -1;
 			if (r && rc)
 				sbx_error_set(e, SBX_EXIT_INTEGRITY, "verify", "the Python base has no runnable interpreter");

@@ -42,6 +42,7 @@ struct programs {
 	char run[PATH_MAX];
 	char egress[PATH_MAX];
 	char bridge[PATH_MAX];
+	char env[PATH_MAX];
 };
 
 /* One legacy execution as /status lists it. */
@@ -97,6 +98,14 @@ bool client_gone(struct req *r);
 /* auth.c */
 bool auth_bearer(const struct config *c, struct req *r);
 bool auth_signature(const struct config *c, struct req *r);
+
+/* environments.c: sbx-env behind the environment endpoints. */
+enum MHD_Result handle_environments(struct req *r, const char *id, const char *action);
+json_t *environments_capability(void);
+void environments_start_setup(void);
+/* selector "--revision" or "--environment" with its id (NULL: the starter). */
+int environments_resolve(const char *selector, const char *id, const char *language, char *prefix, size_t size,
+			 char *revision, size_t rsize, char *msg, size_t msize);
 
 /* Endpoints. */
 enum MHD_Result route(struct req *r);

@@ -20,9 +20,7 @@ enum MHD_Result handle_health(struct req *r)
 	json_t *network = json_pack("{s:b,s:o}", "available", 1, "modes", modes);
 	if (!s->network_available)
 		json_object_set_new(network, "unavailableReason", json_string(s->network_reason));
-	json_t *envs = json_pack("{s:b,s:b,s:[],s:n,s:b,s:s}", "available", 0, "enabled", 0, "languages", "provisioner",
-				 "startersReady", 0, "unavailableReason",
-				 "Scientific environments are disabled by configuration");
+	json_t *envs = environments_capability();
 	json_t *body = json_pack(
 		"{s:b,s:s,s:s,s:s,s:s,s:I,s:i,s:I,s:I,s:s,s:b,s:{s:b,s:i,s:[]},s:s,s:s,s:s,s:o,s:o,s:s,s:s,s:n}",
 		"cgroupDelegated", 0, "cgroupMode", "none", "cgroupRoot", "", "executionAuth", "bearer+hmac-sha256",
@@ -130,8 +128,6 @@ enum MHD_Result handle_unavailable(struct req *r, const char *what, const char *
 {
 	const char *session = query(r, "session_id") ? query(r, "session_id") : query(r, "sessionId");
 	bool has_session = session && strspn(session, " \t") != strlen(session);
-	if (!strcmp(what, "environments"))
-		return reply_error(r, 400, "Scientific environments are unavailable");
 	if (!strcmp(what, "npu-devices")) {
 		char now[32];
 		sbx_iso_time(sbx_wall_ms(), now);

@@ -100,6 +100,8 @@ static void find_programs(struct server *s)
 {
 	if (sbx_sibling_program("sbx-run", s->prog.run, sizeof(s->prog.run)) != 0)
 		die("sbx-run-missing", "%s", "sbx-run was found neither next to sbx-httpd nor on PATH");
+	if (sbx_sibling_program("sbx-env", s->prog.env, sizeof(s->prog.env)) != 0)
+		die("sbx-env-missing", "%s", "sbx-env was found neither next to sbx-httpd nor on PATH");
 	bool egress = sbx_sibling_program("sbx-egress", s->prog.egress, sizeof(s->prog.egress)) == 0;
 	bool bridge = sbx_sibling_program("sbx-egress-bridge", s->prog.bridge, sizeof(s->prog.bridge)) == 0;
 	s->network_available = egress && bridge;
@@ -214,6 +216,9 @@ int main(int argc, char **argv)
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");
 	sbx_diag("info", "listening", NULL, "%s", where);
+	/* Environments set themselves up in the background; /health answers throughout. */
+	if (s->cfg.scientific_envs)
+		environments_start_setup();
 	if (ready_fd >= 0) {
 		dprintf(ready_fd, "%s\n", where);
 		close(ready_fd);

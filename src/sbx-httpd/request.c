@@ -134,14 +134,25 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 		return fail(msg, msize, "%s",
 			    shell ? "Shell execution accepts exactly one read-write workspace mount"
 				  : "M1 runner accepts exactly one read-write workspace mount");
-	if (!strcmp(lang, "r"))
-		return fail(msg, msize, "%s", "R execution requires the scientific environment capability");
 	const char *named = json_string_value(json_object_get(doc, "environmentRevisionId"));
 	const char *epoch_rev = json_string_value(json_object_get(epoch, "environmentRevisionId"));
-	if (!shell && named && (!epoch_rev || strcmp(named, epoch_rev) != 0))
+	const char *env_id = shell ? json_string_value(json_object_get(doc, "environmentId")) : NULL;
+	json_t *cap = environments_capability();
+	bool envs = json_is_true(json_object_get(cap, "available"));
+	json_decref(cap);
+	char prefix[PATH_MAX] = "", runtime_rev[128] = "";
+	if (!envs && !strcmp(lang, "r"))
+		return fail(msg, msize, "%s", "R execution requires the scientific environment capability");
+	if (!envs && !shell && named && (!epoch_rev || strcmp(named, epoch_rev) != 0))
 		return fail(msg, msize, "%s", "Named environment execution requires the scientific environment capability");
-	if (shell && json_string_value(json_object_get(doc, "environmentId")))
+	if (!envs && env_id)
 		return fail(msg, msize, "%s", "Scientific environments are unavailable");
+	/* With environments: the runtime of the named revision (or the
+	 * language's starter), or of the shell's environment. */
+	if (envs && (!shell || env_id) &&
+	    environments_resolve(env_id ? "--environment" : "--revision", env_id ? env_id : named, shell ? "python" : lang,
+				 prefix, sizeof(prefix), runtime_rev, sizeof(runtime_rev), msg, msize) != 0)
+		return -1;
 	if (limit(doc, "executionTimeoutMs", g_server.cfg.exec_timeout_ms, &timeout, msg, msize) != 0 ||
 	    limit(doc, "maxOutputBytes", g_server.cfg.max_output_bytes, &max_out, msg, msize) != 0 ||
 	    limit(doc, "maxWorkspaceBytes", g_server.cfg.max_workspace_bytes, &max_ws, msg, msize) != 0)
@@ -151,12 +162,14 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 	snprintf(x->agent, sizeof(x->agent), "%s", agent);
 	snprintf(x->workspace, sizeof(x->workspace), "%s", workspace);
 	snprintf(x->env_revision, sizeof(x->env_revision), "%s",
-		 shell ? "system-shell-bwrap-v1" : named ? named : epoch_rev ? epoch_rev : "system-python");
+		 runtime_rev[0] ? runtime_rev : shell ? "system-shell-bwrap-v1" : named ? named : epoch_rev ? epoch_rev : "system-python");
 	x->timeout_ms = timeout;
 
 	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", workspace,
 				"timeoutMs", (json_int_t)timeout, "maxOutputBytes", (json_int_t)max_out,
 				"maxWorkspaceBytes", (json_int_t)max_ws);
+	if (prefix[0])
+		json_object_set_new(run, "environment", json_pack("{s:s}", "prefix", prefix));
 	const char *ro = json_string_value(json_object_get(doc, "readOnlyWorkspaceRoot"));
 	if (ro && *ro) {
 		char real[PATH_MAX];

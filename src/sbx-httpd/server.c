@@ -151,17 +151,27 @@ enum MHD_Result route(struct req *r)
 	if (get && match(r->path, "/shell-executions/", "", id, sizeof(id)))
 		return handle_managed_get(r, id);
 
-	/* Features of later stages: answered as the upstream answers when it
-	 * has no such capability (environments without a store, the NPU
-	 * broker disabled). */
-	if ((get || post) && (!strcmp(r->path, "/environments") || !strcmp(r->path, "/environment-setup")))
-		return handle_unavailable(r, "environments", id);
-	if (is(r, "GET", "/environment-revisions") ||
-	    (!strcmp(r->method, "DELETE") && match(r->path, "/environments/", "", id, sizeof(id))) ||
-	    (post && match(r->path, "/environments/", "/install", id, sizeof(id))) ||
-	    (post && match(r->path, "/environments/", "/uninstall", id, sizeof(id))) ||
-	    (get && match(r->path, "/environment-revisions/", "/snapshot", id, sizeof(id))))
-		return handle_unavailable(r, "environments", id);
+	if (is(r, "GET", "/environments"))
+		return handle_environments(r, NULL, "list");
+	if (is(r, "POST", "/environments"))
+		return handle_environments(r, NULL, "create");
+	if (is(r, "GET", "/environment-setup"))
+		return handle_environments(r, NULL, "setup-view");
+	if (is(r, "POST", "/environment-setup"))
+		return handle_environments(r, NULL, "setup");
+	if (is(r, "GET", "/environment-revisions"))
+		return handle_environments(r, NULL, "revisions");
+	if (!strcmp(r->method, "DELETE") && match(r->path, "/environments/", "", id, sizeof(id)))
+		return handle_environments(r, id, "delete");
+	if (post && match(r->path, "/environments/", "/install", id, sizeof(id)))
+		return handle_environments(r, id, "install");
+	if (post && match(r->path, "/environments/", "/uninstall", id, sizeof(id)))
+		return handle_environments(r, id, "uninstall");
+	if (get && match(r->path, "/environment-revisions/", "/snapshot", id, sizeof(id)))
+		return handle_environments(r, id, "snapshot");
+
+	/* The NPU broker of a later stage: answered as the upstream answers
+	 * with the broker disabled. */
 	if (is(r, "GET", "/npu/workloads"))
 		return reply_json(r, 200, json_array());
 	if (is(r, "GET", "/npu/devices"))

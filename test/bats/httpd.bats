@@ -183,7 +183,7 @@ teardown() { httpd_teardown; }
 
 @test "features of later stages answer as the upstream does without them" {
     api GET /environments
-    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Scientific environments are unavailable"}' ]
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Scientific environments are disabled by configuration"}' ]
     api GET /npu/workloads
     [ "$output" = '[]' ]
     api GET /npu/jobs

@@ -9,6 +9,9 @@ httpd_setup() {
     launch_setup
     export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
     unset SBX_DATA_DIR SCIENCE_AGENT_RUNNER_SOCKET
+    # Environments off unless a suite turns them on with the fake
+    # micromamba: their setup would otherwise download from the internet.
+    export SCIENTIFIC_ENVS="${SCIENTIFIC_ENVS:-0}"
     PROJECT="$WORK/data/projects/p1"
     httpd_start
     mkdir -p "$PROJECT"

@@ -1,0 +1,216 @@
+/* environments.c — the environment endpoints (runner-api 4 rows 8-16,
+ * 5.4) as sbx-env children: sbx-httpd maps their JSON and errors onto the
+ * API; /health reads the setup state sbx-env keeps, spawning nothing. */
+#include "httpd.h"
+#include "../lib/json.h"
+#include "../lib/spawn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ENV_OUTPUT_CAP (32u << 20)
+
+/* Runs sbx-env; 0 with its stdout, or -1 with its error message. */
+static int run_env(const char *const *args, char **out, size_t *len, char *msg, size_t size)
+{
+	const char *argv[48] = { g_server.prog.env };
+	int n = 1;
+	for (int i = 0; args[i] && n < 47; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true };
+	struct sbx_capture c;
+	struct sbx_error e;
+	if (sbx_spawn_capture(&s, 0, ENV_OUTPUT_CAP, &c, &e) != 0) {
+		snprintf(msg, size, "%s", e.message);
+		return -1;
+	}
+	int ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+	if (!ok) {
+		char line[1024];
+		sbx_last_line(c.err, line, sizeof(line));
+		json_t *d = json_loads(line, 0, NULL);
+		snprintf(msg, size, "%s", sbx_json_string_or(d, "message", line[0] ? line : "sbx-env failed"));
+		json_decref(d);
+	} else {
+		*out = c.out;
+		*len = c.out_len;
+		c.out = NULL;
+	}
+	sbx_capture_free(&c);
+	return ok ? 0 : -1;
+}
+
+static enum MHD_Result env_json(struct req *r, unsigned status, const char *const *args)
+{
+	char *out = NULL, msg[1024];
+	size_t len;
+	if (run_env(args, &out, &len, msg, sizeof(msg)) != 0)
+		return reply_error(r, 400, "%s", msg);
+	json_t *v = json_loadb(out, len, 0, NULL);
+	free(out);
+	return v ? reply_json(r, status, v) : reply_error(r, 400, "sbx-env answered no JSON");
+}
+
+/* Starts setup in the background (sbx-env setup returns once it runs). */
+void environments_start_setup(void)
+{
+	char *out = NULL, msg[512];
+	size_t len;
+	const char *args[] = { "setup", NULL };
+	if (run_env(args, &out, &len, msg, sizeof(msg)) != 0)
+		fprintf(stderr, "{\"level\":\"warning\",\"code\":\"env-setup\",\"message\":\"%s\",\"program\":\"sbx-httpd\"}\n", msg);
+	free(out);
+}
+
+json_t *environments_capability(void)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/scientific-envs/setup.json", g_server.cfg.data_dir);
+	json_t *state = json_load_file(path, 0, NULL);
+	bool ready = !strcmp(sbx_json_string_or(state, "state", ""), "ready") && g_server.cfg.scientific_envs;
+	snprintf(path, sizeof(path), "%s/scientific-envs/catalog.json", g_server.cfg.data_dir);
+	json_t *catalog = ready ? json_load_file(path, 0, NULL) : NULL, *langs = json_array();
+	size_t i;
+	json_t *env;
+	json_array_foreach(json_object_get(catalog, "environments"), i, env) {
+		const char *id = sbx_json_string_or(env, "id", "");
+		if (!strcmp(id, "starter-python") || !strcmp(id, "starter-r"))
+			json_array_append_new(langs, json_string(id + 8));
+	}
+	json_t *cap = json_pack("{s:b,s:b,s:o,s:s?,s:b}", "available", ready && json_array_size(langs), "enabled",
+				g_server.cfg.scientific_envs, "languages", langs, "provisioner", ready ? "micromamba" : NULL,
+				"startersReady", ready);
+	if (!ready)
+		json_object_set_new(cap, "unavailableReason",
+				    json_string(!g_server.cfg.scientific_envs ? "Scientific environments are disabled by configuration"
+						: json_is_string(json_object_get(state, "lastError"))
+							? json_string_value(json_object_get(state, "lastError"))
+							: "Scientific environments are not configured; install them in System Settings"));
+	json_decref(state);
+	json_decref(catalog);
+	return cap;
+}
+
+/* The prefix an execution mounts for a revision (or the language's starter). */
+int environments_resolve(const char *selector, const char *id, const char *language, char *prefix, size_t size,
+			 char *revision, size_t rsize, char *msg, size_t msize)
+{
+	char *out = NULL;
+	size_t len;
+	const char *args[] = { "resolve", "--language", language, id ? selector : NULL, id, NULL };
+	if (run_env(args, &out, &len, msg, msize) != 0)
+		return -1;
+	json_t *v = json_loadb(out, len, 0, NULL);
+	free(out);
+	snprintf(prefix, size, "%s", sbx_json_string_or(v, "prefix", ""));
+	snprintf(revision, rsize, "%s", sbx_json_string_or(v, "revisionId", ""));
+	json_decref(v);
+	if (!*prefix)
+		snprintf(msg, msize, "sbx-env resolve answered no prefix");
+	return *prefix ? 0 : -1;
+}
+
+enum MHD_Result handle_environments(struct req *r, const char *id, const char *action)
+{
+	enum MHD_Result sent;
+	if (!g_server.cfg.scientific_envs)
+		return reply_error(r, 400, "Scientific environments are disabled by configuration");
+	if (!strcmp(action, "setup-view")) {
+		const char *args[] = { "status", NULL };
+		return env_json(r, 200, args);
+	}
+	if (!strcmp(action, "list")) {
+		const char *args[] = { "list", NULL };
+		return env_json(r, 200, args);
+	}
+	if (!strcmp(action, "revisions")) {
+		const char *args[] = { "revisions", NULL };
+		return env_json(r, 200, args);
+	}
+	if (!strcmp(action, "snapshot")) {
+		char *out = NULL, msg[1024];
+		size_t len;
+		const char *args[] = { "snapshot", "--", id, NULL };
+		if (run_env(args, &out, &len, msg, sizeof(msg)) != 0)
+			return reply_error(r, 400, "%s", msg);
+		struct MHD_Response *resp = MHD_create_response_from_buffer(len, out, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(resp, "content-type", "application/json; charset=utf-8");
+		MHD_add_response_header(resp, "cache-control", "no-store");
+		MHD_add_response_header(resp, "x-content-type-options", "nosniff");
+		enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
+		MHD_destroy_response(resp);
+		return rc;
+	}
+	if (!strcmp(action, "delete")) {
+		const char *args[] = { "delete", "--", id, NULL };
+		return env_json(r, 200, args);
+	}
+	json_t *doc = body_object(r, &sent);
+	if (!doc)
+		return sent;
+	enum MHD_Result out;
+	if (!strcmp(action, "setup")) {
+		if (!json_is_true(json_object_get(doc, "confirmed"))) {
+			json_decref(doc);
+			return reply_error(r, 400, "Scientific environment setup requires explicit confirmation");
+		}
+		const char *args[] = { "setup", NULL };
+		out = env_json(r, 202, args);
+	} else if (!strcmp(action, "create")) {
+		const char *name = json_string_value(json_object_get(doc, "name"));
+		const char *lang = json_string_value(json_object_get(doc, "language"));
+		const char *base = json_string_value(json_object_get(doc, "baseEnvironmentId"));
+		const char *args[8] = { "create", "--language", lang ? lang : "" };
+		int n = 3;
+		if (base) {
+			args[n++] = "--base";
+			args[n++] = base;
+		}
+		args[n++] = "--";
+		args[n++] = name ? name : "";
+		args[n] = NULL;
+		out = env_json(r, 201, args);
+	} else {
+		/* install / uninstall: every package after "--", never as an option. */
+		const char *args[48] = { action };
+		int n = 1;
+		const char *manager = json_string_value(json_object_get(doc, "manager"));
+		const char *index_url = json_string_value(json_object_get(doc, "indexUrl"));
+		const char *ws = json_string_value(json_object_get(doc, "workspaceRoot"));
+		json_t *channels = json_object_get(doc, "channels"), *packages = json_object_get(doc, "packages"), *v;
+		size_t i;
+		if (!strcmp(action, "install")) {
+			if (manager) {
+				args[n++] = "--manager";
+				args[n++] = manager;
+			}
+			if (index_url) {
+				args[n++] = "--index-url";
+				args[n++] = index_url;
+			}
+			if (ws) {
+				args[n++] = "--workspace";
+				args[n++] = ws;
+			}
+			json_array_foreach(channels, i, v) if (n < 30 && json_is_string(v)) {
+				args[n++] = "--channel";
+				args[n++] = json_string_value(v);
+			}
+		}
+		args[n++] = "--";
+		args[n++] = id;
+		json_array_foreach(packages, i, v) if (n < 46) args[n++] = json_is_string(v) ? json_string_value(v) : "";
+		args[n] = NULL;
+		if (!json_is_array(packages) || json_array_size(packages) > 32) {
+			json_decref(doc);
+			return reply_error(r, 400, "At least one package is required (at most 32 at a time)");
+		}
+		out = env_json(r, 201, args);
+	}
+	json_decref(doc);
+	return out;
+}

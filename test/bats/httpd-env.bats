@@ -1,0 +1,58 @@
+#!/usr/bin/env bats
+# The environment endpoints through a real sbx-httpd and sbx-env with the
+# fake micromamba: setup at startup, create, install, revisions, snapshot
+# bytes, delete, and a Python execution inside a named environment.
+
+load httpd_helpers
+
+setup() {
+    export SCIENTIFIC_ENVS=1 SCIENCE_AGENT_PROVISIONER_PATH="$FIXTURES/fake-micromamba" \
+        FAKE_MICROMAMBA_CHANNELS="$FIXTURES/channels"
+    httpd_setup
+    chmod 755 "$WORK/data"
+}
+teardown() { httpd_teardown; }
+
+wait_ready() {
+    for _ in $(seq 100); do
+        api GET /environment-setup
+        [ "$(jq -r .state <<< "$output")" = ready ] && return 0
+        sleep 0.1
+    done
+    fail "setup did not finish: $output"
+}
+
+@test "setup starts with the server; /health reports it; the environment endpoints answer with their status codes" {
+    wait_ready
+    run curl -sS "$BASE/health"
+    [ "$(jq -c '.scientificEnvs | [.available, .enabled, .languages, .provisioner]' <<< "$output")" = '[true,true,["python"],"micromamba"]' ]
+    api POST /environment-setup --data-binary '{"confirmed":false}'
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Scientific environment setup requires explicit confirmation"}' ]
+    api POST /environment-setup --data-binary '{"confirmed":true}'
+    [ "$status_code" = 202 ] && [ "$(jq -r .state <<< "$output")" = ready ]
+    api POST /environments --data-binary '{"name":"Analysis","language":"python"}'
+    [ "$status_code" = 201 ] && [ "$(jq -r .kind <<< "$output")" = task ]
+    id=$(jq -r .id <<< "$output")
+    api POST "/environments/$id/install" --data-binary '{"packages":["requests"],"manager":"conda"}'
+    [ "$status_code" = 201 ] && [[ "$(jq -r '.packages | join(" ")' <<< "$output")" == *requests=2.32.3* ]]
+    rev=$(jq -r .id <<< "$output")
+    api POST "/environments/$id/install" --data-binary '{"packages":["--channel=evil"]}'
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Invalid package specification: --channel=evil"}' ]
+    api POST /environments/starter-python/install --data-binary '{"packages":["requests"]}'
+    [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "Starter environments are read-only; create a task environment first" ]
+    api GET /environment-revisions
+    [ "$status_code" = 200 ] && [ "$(jq length <<< "$output")" = 3 ]
+    hash=$(jq -r ".[] | select(.id == \"$rev\") | .snapshot.hash" <<< "$output")
+    run curl -sS -H "authorization: Bearer $TOKEN" "$BASE/environment-revisions/$rev/snapshot"
+    [ "$(printf '%s\n' "$output" | sha256sum | cut -d' ' -f1)" = "$hash" ]
+    # A Python execution in that revision sees its packages.
+    signed /execute "$(shell_request py1 'import sys, requests; print(sys.executable, requests.__version__)' "{\"environmentRevisionId\":\"$rev\"}")"
+    [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = "/opt/science-env/bin/python 2.32.3" ]
+    [ "$(jq -r .environmentRevisionId <<< "$output")" = "$rev" ]
+    api DELETE "/environments/$id"
+    [ "$status_code" = 200 ] && [ "$output" = "{\"deleted\":\"$id\"}" ]
+    api DELETE /environments/starter-python
+    [ "$status_code" = 400 ] && [ "$output" = '{"error":"Starter environments cannot be deleted"}' ]
+    api GET /environments/x
+    [ "$status_code" = 404 ]
+}
