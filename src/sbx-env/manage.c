@@ -392,6 +392,19 @@ static json_t *end_update(struct envctx *c, json_t *snapshot_env, json_t *rev, s
 	return rev;
 }
 
+/* Ends an update begun under the environment's lock: the revision (or the
+ * failure, whose error stays the one that caused it) goes into the catalog. */
+static json_t *conclude(struct envctx *c, json_t *env, json_t *rev, int lock, struct sbx_error *e)
+{
+	struct sbx_error saved = *e;
+	rev = end_update(c, env, rev, e);
+	if (!rev)
+		*e = saved;
+	json_decref(env);
+	close(lock);
+	return rev;
+}
+
 json_t *env_install(struct envctx *c, const char *id, const char *manager, json_t *packages, json_t *channels,
 		    const char *index_url, const char *workspace, struct sbx_error *e)
 {
@@ -522,13 +535,7 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 	json_decref(changes);
 	json_decref(specs);
 	json_decref(chosen);
-	struct sbx_error saved = *e;
-	rev = end_update(c, env, rev, e);
-	if (!rev)
-		*e = saved;
-	json_decref(env);
-	close(lock);
-	return rev;
+	return conclude(c, env, rev, lock, e);
 }
 
 json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct sbx_error *e)
@@ -585,13 +592,7 @@ json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct
 	json_decref(channels);
 	json_decref(changes);
 	json_decref(names);
-	struct sbx_error saved = *e;
-	rev = end_update(c, env, rev, e);
-	if (!rev)
-		*e = saved;
-	json_decref(env);
-	close(lock);
-	return rev;
+	return conclude(c, env, rev, lock, e);
 }
 
 int env_delete(struct envctx *c, const char *id, struct sbx_error *e)
