@@ -65,6 +65,11 @@ int env_valid_package(const char *raw, char *out, size_t size, struct sbx_error 
 int env_valid_index_url(const char *raw, char *out, size_t size, struct sbx_error *e);
 int env_valid_channels(const struct envctx *c, json_t *requested, json_t **out, struct sbx_error *e);
 
+/* wheels.c: copies a workspace wheel into wheels/<sha256>/; its record
+ * and the stored path pip gets. */
+int env_store_wheel(struct envctx *c, const char *workspace, const char *rel, json_t **record, char *stored,
+		    size_t size, struct sbx_error *e);
+
 /* manage.c */
 json_t *env_create(struct envctx *c, const char *name, const char *language, const char *base, struct sbx_error *e);
 json_t *env_install(struct envctx *c, const char *id, const char *manager, json_t *packages, json_t *channels,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -128,7 +129,7 @@ static int inventory(struct envctx *c, const char *prefix, json_t **conda, json_
 /* Inventory, the immutable v2 snapshot, and the revision record (not yet
  * in the catalog). */
 static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix, json_t *channels, json_t *changes,
-			       struct sbx_error *e)
+			       json_t *wheels, struct sbx_error *e)
 {
 	json_t *conda, *python;
 	if (inventory(c, prefix, &conda, &python, e) != 0)
@@ -167,7 +168,9 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 				 "Package inventory is retained; remote installation artifacts are not guaranteed to remain "
 				 "available.",
 				 "requestedChanges", changes, "revisionId", rev);
-	char *text = json_dumps(snap, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (json_array_size(wheels))
+		json_object_set(snap, "localWheels", wheels);
+	char *text = json_dumps(snap, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(snap);
 	char path[PATH_MAX + 96], hash[65];
 	snprintf(path, sizeof(path), "%s/snapshots/%s.json", c->root, rev);
@@ -194,7 +197,54 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 				     language, "languageVersion", version, "packages", packages, "packageSpecHash", hash,
 				     "platform", plat, "provisioner", "micromamba", "runnerVersion", SBX_VERSION,
 				     "snapshot", "hash", hash, "size", (json_int_t)(n + 1), "requestedChanges", changes);
+	if (revision && json_array_size(wheels))
+		json_object_set(revision, "localWheels", wheels);
 	return revision;
+}
+
+/* ^[a-z][a-z0-9+.-]*:// ignoring case. */
+static bool remote_url(const char *s)
+{
+	const char *p = s;
+	if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+		return false;
+	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '+' || *p == '.' ||
+	       *p == '-')
+		p++;
+	return !strncmp(p, "://", 3);
+}
+
+static int by_source(const void *a, const void *b)
+{
+	return strcmp(sbx_json_string_or(*(json_t *const *)a, "sourcePath", ""),
+		      sbx_json_string_or(*(json_t *const *)b, "sourcePath", ""));
+}
+
+/* The previous revision's wheels and the new ones, keyed hash:sourcePath,
+ * sorted by sourcePath. */
+static json_t *merge_wheels(json_t *old, json_t *added)
+{
+	json_t *by_key = json_object(), *v;
+	size_t i;
+	json_t *lists[2] = { old, added };
+	for (int l = 0; l < 2; l++)
+		json_array_foreach(lists[l], i, v) {
+			char key[1200];
+			snprintf(key, sizeof(key), "%s:%s", sbx_json_string_or(json_object_get(v, "content"), "hash", ""),
+				 sbx_json_string_or(v, "sourcePath", ""));
+			json_object_set(by_key, key, v);
+		}
+	size_t n = json_object_size(by_key), k = 0;
+	json_t **items = calloc(n ? n : 1, sizeof(*items)), *out = json_array();
+	const char *key;
+	json_object_foreach(by_key, key, v)
+		items[k++] = v;
+	qsort(items, n, sizeof(*items), by_source);
+	for (k = 0; k < n; k++)
+		json_array_append(out, items[k]);
+	free(items);
+	json_decref(by_key);
+	return out;
 }
 
 static const char *starter_specs(const char *language)
@@ -241,7 +291,7 @@ int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_err
 		json_array_append_new(channels, json_string(c->channels[i]));
 	json_t *rev = NULL;
 	if (env_micromamba(c, args, NULL, e) == 0)
-		rev = record_revision(c, env, rev_dir, channels, json_array(), e);
+		rev = record_revision(c, env, rev_dir, channels, json_array(), NULL, e);
 	json_decref(channels);
 	if (!rev) {
 		json_decref(env);
@@ -322,7 +372,7 @@ json_t *env_create(struct envctx *c, const char *raw_name, const char *language,
 	if (env_micromamba(c, args, NULL, e) == 0)
 		rev = record_revision(c, env, prefix, json_object_get(base_rev, "channels") ? json_object_get(base_rev, "channels")
 											: json_array(),
-				      json_array(), e);
+				      json_array(), json_object_get(base_rev, "localWheels"), e);
 	if (!rev) {
 		json_decref(env);
 		remove_tree(parent);
@@ -434,32 +484,41 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 		fail(e, SBX_EXIT_USAGE, "%s installs need an R environment, which this build cannot create yet", manager);
 		return NULL;
 	}
-	/* The specs: trimmed, checked, unique, sorted; at least one. */
-	json_t *specs = json_array();
+	/* The specs: trimmed, checked, unique, sorted; at least one. pip may
+	 * also name workspace wheels, copied into the store first. */
+	json_t *specs = json_array(), *wheels = json_array(), *wheel_paths = json_array();
 	size_t i;
 	json_t *v;
 	json_array_foreach(packages, i, v) {
-		char spec[200];
+		char spec[200], stored[PATH_MAX + 200];
 		const char *raw = json_string_value(v);
-		if (!raw || !*raw) {
-			json_decref(specs);
+		size_t len = raw ? strlen(raw) : 0;
+		int bad = !raw || !*raw;
+		if (bad)
 			fail(e, SBX_EXIT_USAGE, "%s", "At least one package is required");
-			return NULL;
-		}
-		if (!strcmp(manager, "pip") && strstr(raw, "://")) {
+		else if (!strcmp(manager, "pip") && remote_url(raw))
+			bad = fail(e, SBX_EXIT_USAGE, "%s",
+				   "Remote pip URLs are not allowed; use a PyPI package specification or workspace-relative .whl path");
+		else if (!strcmp(manager, "pip") && len > 4 && !strcasecmp(raw + len - 4, ".whl")) {
+			json_t *record;
+			bad = env_store_wheel(c, workspace, raw, &record, stored, sizeof(stored), e);
+			if (!bad) {
+				json_array_append_new(wheels, record);
+				json_array_append_new(wheel_paths, json_string(stored));
+			}
+		} else if (env_valid_package(raw, spec, sizeof(spec), e) != 0)
+			bad = 1;
+		else
+			json_array_append_new(specs, json_string(spec));
+		if (bad) {
 			json_decref(specs);
-			fail(e, SBX_EXIT_USAGE, "%s",
-			     "Remote pip URLs are not allowed; use a PyPI package specification or workspace-relative .whl path");
+			json_decref(wheels);
+			json_decref(wheel_paths);
 			return NULL;
 		}
-		if (env_valid_package(raw, spec, sizeof(spec), e) != 0) {
-			json_decref(specs);
-			return NULL;
-		}
-		json_array_append_new(specs, json_string(spec));
 	}
 	specs = sorted_unique(specs);
-	if (!json_array_size(specs)) {
+	if (!json_array_size(specs) && !json_array_size(wheels)) {
 		json_decref(specs);
 		fail(e, SBX_EXIT_USAGE, "%s", "At least one package is required");
 		return NULL;
@@ -523,6 +582,7 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 			args[n++] = url[0] ? url : "https://pypi.org/simple";
 		}
 		json_array_foreach(specs, i, v) if (n < 94) args[n++] = json_string_value(v);
+		json_array_foreach(wheel_paths, i, v) if (n < 94) args[n++] = json_string_value(v);
 		args[n] = NULL;
 		rc = env_run_tool(c, args, NULL, e);
 	}
@@ -531,7 +591,17 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 		snprintf(line, sizeof(line), "%s:%s", manager, json_string_value(v));
 		json_array_append_new(changes, json_string(line));
 	}
-	json_t *rev = rc == 0 ? record_revision(c, env, prefix, chosen, changes, e) : NULL;
+	json_array_foreach(wheels, i, v) {
+		char line[1200];
+		snprintf(line, sizeof(line), "pip:wheel:%s", sbx_json_string_or(v, "sourcePath", ""));
+		json_array_append_new(changes, json_string(line));
+	}
+	json_t *prev = env_find(c, "revisions", sbx_json_string_or(env, "currentRevisionId", ""));
+	json_t *all_wheels = merge_wheels(json_object_get(prev, "localWheels"), wheels);
+	json_t *rev = rc == 0 ? record_revision(c, env, prefix, chosen, changes, all_wheels, e) : NULL;
+	json_decref(all_wheels);
+	json_decref(wheels);
+	json_decref(wheel_paths);
 	json_decref(changes);
 	json_decref(specs);
 	json_decref(chosen);
@@ -587,7 +657,8 @@ json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct
 	json_t *prev = env_find(c, "revisions", sbx_json_string_or(env, "currentRevisionId", ""));
 	json_t *channels = json_deep_copy(json_object_get(prev, "channels"));
 	json_t *rev = env_micromamba(c, args, NULL, e) == 0
-			      ? record_revision(c, env, prefix, channels ? channels : json_array(), changes, e)
+			      ? record_revision(c, env, prefix, channels ? channels : json_array(), changes,
+						json_object_get(prev, "localWheels"), e)
 			      : NULL;
 	json_decref(channels);
 	json_decref(changes);

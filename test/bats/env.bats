@@ -226,3 +226,35 @@ PY
     assert_failure 2
     [[ "$stderr" == *"Historical environment revisions are audit-only"* ]]
 }
+
+@test "local wheels: workspace-relative, contained, hashed into wheels/<sha256>/, recorded with distribution and version" {
+    ready
+    task_env
+    sbx-env install "$ENV_ID" -- pip > /dev/null
+    mkdir -p "$WS/dist"
+    python3 - "$WS/dist/hello_wheel-1.0-py3-none-any.whl" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("hello_wheel/__init__.py", "GREETING = 'hello from a wheel'\n")
+    z.writestr("hello_wheel-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-wheel\nVersion: 1.0\n")
+PY
+    hash=$(sha256sum < "$WS/dist/hello_wheel-1.0-py3-none-any.whl" | cut -d' ' -f1)
+    run --separate-stderr sbx-env install --manager pip --workspace "$WS" -- "$ENV_ID" dist/hello_wheel-1.0-py3-none-any.whl
+    assert_success
+    [ "$(jq -c '.localWheels[0] | [.distribution, .version, .content.hash, .sourcePath, .manager]' <<< "$output")" = "[\"hello-wheel\",\"1.0\",\"$hash\",\"dist/hello_wheel-1.0-py3-none-any.whl\",\"pip\"]" ]
+    [ -f "$WORK/data/scientific-envs/wheels/$hash/hello_wheel-1.0-py3-none-any.whl" ]
+    [[ "$(jq -r '.packages | join(" ")' <<< "$output")" == *"python:hello-wheel==1.0"* ]]
+    [ "$(sbx-env snapshot "$(jq -r .id <<< "$output")" | jq -r '.localWheels[0].content.hash')" = "$hash" ]
+    # Escapes, symlinks out, non-files and a missing workspace are refused.
+    ln -s /etc/passwd "$WS/dist/out.whl"
+    mkdir "$WS/dist/dir.whl"
+    for case in "../x.whl|escapes the Session workspace" "dist/out.whl|escapes the Session workspace" \
+                "dist/dir.whl|must be a regular file" "/abs.whl|workspace-relative paths"; do
+        run --separate-stderr sbx-env install --manager pip --workspace "$WS" -- "$ENV_ID" "${case%%|*}"
+        assert_failure 2
+        [[ "$stderr" == *"${case#*|}"* ]] || fail "${case%%|*}: $stderr"
+    done
+    run --separate-stderr sbx-env install --manager pip -- "$ENV_ID" dist/hello_wheel-1.0-py3-none-any.whl
+    assert_failure 2
+    [[ "$stderr" == *"Local wheel paths require a Session workspace"* ]]
+}
