@@ -247,6 +247,19 @@ static json_t *merge_wheels(json_t *old, json_t *added)
 	return out;
 }
 
+/* The exact command a revision came from, kept in its record. */
+static void keep_command(json_t *rev, const char *tool, const char *const *args)
+{
+	json_t *argv = json_array();
+	if (tool) {
+		json_array_append_new(argv, json_string(tool));
+		json_array_append_new(argv, json_string("--no-rc"));
+	}
+	for (int i = 0; args[i]; i++)
+		json_array_append_new(argv, json_string(args[i]));
+	json_object_set_new(rev, "command", argv);
+}
+
 static const char *starter_specs(const char *language)
 {
 	return !strcmp(language, "r") ? STARTER_R : STARTER_PYTHON;
@@ -290,8 +303,8 @@ int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_err
 	for (int i = 0; i < c->n_channels; i++)
 		json_array_append_new(channels, json_string(c->channels[i]));
 	json_t *rev = NULL;
-	if (env_micromamba(c, args, NULL, e) == 0)
-		rev = record_revision(c, env, rev_dir, channels, json_array(), NULL, e);
+	if (env_micromamba(c, args, NULL, e) == 0 && (rev = record_revision(c, env, rev_dir, channels, json_array(), NULL, e)))
+		keep_command(rev, c->provisioner, args);
 	json_decref(channels);
 	if (!rev) {
 		json_decref(env);
@@ -373,6 +386,8 @@ json_t *env_create(struct envctx *c, const char *raw_name, const char *language,
 		rev = record_revision(c, env, prefix, json_object_get(base_rev, "channels") ? json_object_get(base_rev, "channels")
 											: json_array(),
 				      json_array(), json_object_get(base_rev, "localWheels"), e);
+	if (rev)
+		keep_command(rev, c->provisioner, args);
 	if (!rev) {
 		json_decref(env);
 		remove_tree(parent);
@@ -599,6 +614,8 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 	json_t *prev = env_find(c, "revisions", sbx_json_string_or(env, "currentRevisionId", ""));
 	json_t *all_wheels = merge_wheels(json_object_get(prev, "localWheels"), wheels);
 	json_t *rev = rc == 0 ? record_revision(c, env, prefix, chosen, changes, all_wheels, e) : NULL;
+	if (rev)
+		keep_command(rev, !strcmp(manager, "conda") ? c->provisioner : NULL, args);
 	json_decref(all_wheels);
 	json_decref(wheels);
 	json_decref(wheel_paths);
@@ -660,6 +677,8 @@ json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct
 			      ? record_revision(c, env, prefix, channels ? channels : json_array(), changes,
 						json_object_get(prev, "localWheels"), e)
 			      : NULL;
+	if (rev)
+		keep_command(rev, c->provisioner, args);
 	json_decref(channels);
 	json_decref(changes);
 	json_decref(names);
