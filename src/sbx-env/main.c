@@ -89,6 +89,17 @@ static int setup_detached(struct envctx *c)
 	return print(env_setup_view(c));
 }
 
+static struct envctx ctx;
+static json_t *channels;
+
+/* Every path out of main ends here: nothing the process held outlives it. */
+static void release(void)
+{
+	json_decref(channels);
+	json_decref(ctx.catalog);
+	curl_global_cleanup();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -101,10 +112,11 @@ int main(int argc, char **argv)
 	};
 	const char *language = NULL, *base = NULL, *manager = NULL, *index_url = NULL, *workspace = NULL, *revision = NULL,
 		   *environment = NULL;
-	json_t *channels = json_array();
 	bool wait = false;
-	struct envctx c;
+	struct envctx *cp = &ctx;
 	struct sbx_error e;
+	channels = json_array();
+	atexit(release);
 	int opt;
 
 	sbx_diag_program("sbx-env");
@@ -139,22 +151,22 @@ int main(int argc, char **argv)
 	char **rest = argv + optind;
 	int n_rest = argc - optind;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (env_open(&c, &e) != 0)
+	if (env_open(cp, &e) != 0)
 		sbx_die(&e);
 
 	if (!strcmp(cmd, "status"))
-		return print(env_setup_view(&c));
+		return print(env_setup_view(cp));
 	if (!strcmp(cmd, "setup")) {
 		if (!wait)
-			return setup_detached(&c);
-		if (env_setup_run(&c, isatty(2), &e) != 0)
+			return setup_detached(cp);
+		if (env_setup_run(cp, isatty(2), &e) != 0)
 			sbx_die(&e);
-		return print(env_setup_view(&c));
+		return print(env_setup_view(cp));
 	}
 	if (!strcmp(cmd, "resolve")) {
 		if (!language)
 			sbx_cli_usage_error("sbx-env", "resolve needs --language python|r");
-		json_t *r = env_resolve(&c, revision, environment, language, &e);
+		json_t *r = env_resolve(cp, revision, environment, language, &e);
 		if (!r)
 			sbx_die(&e);
 		return print(r);
@@ -164,40 +176,39 @@ int main(int argc, char **argv)
 		size_t len;
 		if (n_rest != 1)
 			sbx_cli_usage_error("sbx-env", "snapshot takes one REV");
-		if (env_snapshot_bytes(&c, rest[0], &bytes, &len, &e) != 0)
+		if (env_snapshot_bytes(cp, rest[0], &bytes, &len, &e) != 0)
 			sbx_die(&e);
 		fwrite(bytes, 1, len, stdout);
 		free(bytes);
 		return SBX_EXIT_OK;
 	}
-	need_available(&c);
+	need_available(cp);
 	json_t *out = NULL;
 	if (!strcmp(cmd, "list")) {
-		out = catalog_array(&c, "environments");
+		out = catalog_array(cp, "environments");
 	} else if (!strcmp(cmd, "revisions")) {
-		out = catalog_array(&c, "revisions");
+		out = catalog_array(cp, "revisions");
 	} else if (!strcmp(cmd, "create")) {
 		if (n_rest != 1 || !language)
 			sbx_cli_usage_error("sbx-env", "create takes NAME and --language python|r");
-		out = env_create(&c, rest[0], language, base, &e);
+		out = env_create(cp, rest[0], language, base, &e);
 	} else if (!strcmp(cmd, "install") || !strcmp(cmd, "uninstall")) {
 		if (n_rest < 1)
 			sbx_cli_usage_error("sbx-env", "install and uninstall take an environment ID and packages");
 		json_t *pkgs = json_array();
 		for (int i = 1; i < n_rest; i++)
 			json_array_append_new(pkgs, json_string(rest[i]));
-		out = !strcmp(cmd, "install") ? env_install(&c, rest[0], manager, pkgs, channels, index_url, workspace, &e)
-					      : env_uninstall(&c, rest[0], pkgs, &e);
+		out = !strcmp(cmd, "install") ? env_install(cp, rest[0], manager, pkgs, channels, index_url, workspace, &e)
+					      : env_uninstall(cp, rest[0], pkgs, &e);
 		json_decref(pkgs);
 	} else if (!strcmp(cmd, "delete")) {
 		if (n_rest != 1)
 			sbx_cli_usage_error("sbx-env", "delete takes one environment ID");
-		if (env_delete(&c, rest[0], &e) == 0)
+		if (env_delete(cp, rest[0], &e) == 0)
 			out = json_pack("{s:s}", "deleted", rest[0]);
 	} else {
 		sbx_cli_usage_error("sbx-env", "unknown command (see --help)");
 	}
-	json_decref(channels);
 	if (!out)
 		sbx_die(&e);
 	return print(out);

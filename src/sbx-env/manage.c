@@ -303,8 +303,10 @@ int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_err
 	for (int i = 0; i < c->n_channels; i++)
 		json_array_append_new(channels, json_string(c->channels[i]));
 	json_t *rev = NULL;
-	if (env_micromamba(c, args, NULL, e) == 0 && (rev = record_revision(c, env, rev_dir, channels, json_array(), NULL, e)))
+	json_t *no_changes = json_array();
+	if (env_micromamba(c, args, NULL, e) == 0 && (rev = record_revision(c, env, rev_dir, channels, no_changes, NULL, e)))
 		keep_command(rev, c->provisioner, args);
+	json_decref(no_changes);
 	json_decref(channels);
 	if (!rev) {
 		json_decref(env);
@@ -382,10 +384,12 @@ json_t *env_create(struct envctx *c, const char *raw_name, const char *language,
 				"ready", "runtimeRevisionId", runtime);
 	json_t *base_rev = env_find(c, "revisions", sbx_json_string_or(b, "currentRevisionId", ""));
 	json_t *rev = NULL;
+	json_t *none = json_array();
 	if (env_micromamba(c, args, NULL, e) == 0)
 		rev = record_revision(c, env, prefix, json_object_get(base_rev, "channels") ? json_object_get(base_rev, "channels")
-											: json_array(),
-				      json_array(), json_object_get(base_rev, "localWheels"), e);
+											: none,
+				      none, json_object_get(base_rev, "localWheels"), e);
+	json_decref(none);
 	if (rev)
 		keep_command(rev, c->provisioner, args);
 	if (!rev) {
@@ -533,14 +537,13 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 		}
 	}
 	specs = sorted_unique(specs);
-	if (!json_array_size(specs) && !json_array_size(wheels)) {
-		json_decref(specs);
-		fail(e, SBX_EXIT_USAGE, "%s", "At least one package is required");
-		return NULL;
-	}
 	json_t *chosen = NULL;
-	if (!strcmp(manager, "conda") && env_valid_channels(c, channels, &chosen, e) != 0) {
+	if ((!json_array_size(specs) && !json_array_size(wheels) &&
+	     fail(e, SBX_EXIT_USAGE, "%s", "At least one package is required")) ||
+	    (!strcmp(manager, "conda") && env_valid_channels(c, channels, &chosen, e) != 0)) {
 		json_decref(specs);
+		json_decref(wheels);
+		json_decref(wheel_paths);
 		return NULL;
 	}
 	if (!strcmp(manager, "pip"))
@@ -551,6 +554,8 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 		if (lock >= 0)
 			close(lock);
 		json_decref(specs);
+		json_decref(wheels);
+		json_decref(wheel_paths);
 		json_decref(chosen);
 		return NULL;
 	}
@@ -673,9 +678,10 @@ json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct
 	args[n] = NULL;
 	json_t *prev = env_find(c, "revisions", sbx_json_string_or(env, "currentRevisionId", ""));
 	json_t *channels = json_deep_copy(json_object_get(prev, "channels"));
+	if (!channels)
+		channels = json_array();
 	json_t *rev = env_micromamba(c, args, NULL, e) == 0
-			      ? record_revision(c, env, prefix, channels ? channels : json_array(), changes,
-						json_object_get(prev, "localWheels"), e)
+			      ? record_revision(c, env, prefix, channels, changes, json_object_get(prev, "localWheels"), e)
 			      : NULL;
 	if (rev)
 		keep_command(rev, c->provisioner, args);

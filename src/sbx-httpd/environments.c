@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,7 +100,7 @@ json_t *environments_capability(void)
 
 /* The prefix an execution mounts for a revision (or the language's starter). */
 int environments_resolve(const char *selector, const char *id, const char *language, char *prefix, size_t size,
-			 char *revision, size_t rsize, char *msg, size_t msize)
+			 char *revision, size_t rsize, char *env_id, size_t esize, char *msg, size_t msize)
 {
 	char *out = NULL;
 	size_t len;
@@ -108,6 +111,7 @@ int environments_resolve(const char *selector, const char *id, const char *langu
 	free(out);
 	snprintf(prefix, size, "%s", sbx_json_string_or(v, "prefix", ""));
 	snprintf(revision, rsize, "%s", sbx_json_string_or(v, "revisionId", ""));
+	snprintf(env_id, esize, "%s", sbx_json_string_or(v, "environmentId", ""));
 	json_decref(v);
 	if (!*prefix)
 		snprintf(msg, msize, "sbx-env resolve answered no prefix");
@@ -213,4 +217,22 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 	}
 	json_decref(doc);
 	return out;
+}
+
+/* An execution's read lease on its environment: sbx-env's mutations take
+ * the same lock exclusively, so an install never changes a prefix a run
+ * is using, and a run never starts on a prefix mid-update. */
+int environments_lease(const char *env_id)
+{
+	char path[PATH_MAX + 128];
+	if (!env_id || !*env_id || strchr(env_id, '/'))
+		return -1;
+	snprintf(path, sizeof(path), "%s/scientific-envs/locks/env-%.64s.lock", g_server.cfg.data_dir, env_id);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	while (fd >= 0 && flock(fd, LOCK_SH) != 0)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
 }

@@ -128,6 +128,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	struct sbx_error e;
 	bool ran = false;
 	if (ws_turn && !w.gone) {
+		int lease = x.env_id[0] ? environments_lease(x.env_id) : -1;
 		if (runner_start(run, &c, &e) == 0) {
 			w.c = &c;
 			runner_wait(&c, gone, &w);
@@ -135,6 +136,8 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 		} else {
 			snprintf(msg, sizeof(msg), "%s", e.message);
 		}
+		if (lease >= 0)
+			close(lease);
 	}
 	gate_leave(ws_turn);
 	gate_leave(agent_turn);

@@ -105,7 +105,9 @@ json_t *environments_capability(void);
 void environments_start_setup(void);
 /* selector "--revision" or "--environment" with its id (NULL: the starter). */
 int environments_resolve(const char *selector, const char *id, const char *language, char *prefix, size_t size,
-			 char *revision, size_t rsize, char *msg, size_t msize);
+			 char *revision, size_t rsize, char *env_id, size_t esize, char *msg, size_t msize);
+/* A shared lock on the environment for the run's duration (-1: none). */
+int environments_lease(const char *env_id);
 
 /* Endpoints. */
 enum MHD_Result route(struct req *r);

@@ -158,6 +158,7 @@ static void *worker(void *arg)
 	} else {
 		struct child c;
 		struct sbx_error e;
+		int lease = m->x.env_id[0] ? environments_lease(m->x.env_id) : -1;
 		if (runner_start(m->run, &c, &e) != 0) {
 			char now[32];
 			sbx_iso_time(sbx_wall_ms(), now);
@@ -173,6 +174,8 @@ static void *worker(void *arg)
 			m->child = NULL;
 			runner_free(&c);
 		}
+		if (lease >= 0)
+			close(lease);
 	}
 	gate_leave(turn);
 	unregister(m);

@@ -151,7 +151,8 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 	 * language's starter), or of the shell's environment. */
 	if (envs && (!shell || env_id) &&
 	    environments_resolve(env_id ? "--environment" : "--revision", env_id ? env_id : named, shell ? "python" : lang,
-				 prefix, sizeof(prefix), runtime_rev, sizeof(runtime_rev), msg, msize) != 0)
+				 prefix, sizeof(prefix), runtime_rev, sizeof(runtime_rev), x->env_id, sizeof(x->env_id), msg,
+				 msize) != 0)
 		return -1;
 	if (limit(doc, "executionTimeoutMs", g_server.cfg.exec_timeout_ms, &timeout, msg, msize) != 0 ||
 	    limit(doc, "maxOutputBytes", g_server.cfg.max_output_bytes, &max_out, msg, msize) != 0 ||

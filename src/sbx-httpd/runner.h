@@ -32,6 +32,7 @@ struct api_exec {
 	char language[8];            /* python | r | shell */
 	char workspace[PATH_MAX];    /* realpath */
 	char env_revision[256];
+	char env_id[64];             /* the environment whose prefix is mounted, "" none */
 	const char *network_policy;  /* "none" | "domain-allowlist" */
 	char network_revision[20];
 	long long timeout_ms;
