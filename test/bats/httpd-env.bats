@@ -56,3 +56,24 @@ wait_ready() {
     api GET /environments/x
     [ "$status_code" = 404 ]
 }
+
+@test "an execution holds its environment: an install waits until the run has ended" {
+    wait_ready
+    api POST /environments --data-binary '{"name":"Held","language":"python"}'
+    id=$(jq -r .id <<< "$output")
+    signed /shell-executions "$(shell_request held1 'sleep 1.5; python -I -c "import numpy; print(numpy.__version__)"' "{\"environmentId\":\"$id\"}")"
+    [ "$status_code" = 202 ]
+    for _ in $(seq 100); do
+        api GET "/shell-executions/held1?sessionId=s1&agentId=main"
+        [ "$(jq -r .state <<< "$output")" = running ] && break
+        sleep 0.1
+    done
+    api POST "/environments/$id/install" --data-binary '{"packages":["requests"]}'
+    [ "$status_code" = 201 ]
+    installed_at=$(jq -r .createdAt <<< "$output")
+    api GET "/shell-executions/held1?sessionId=s1&agentId=main"
+    [ "$(jq -r .state <<< "$output")" = completed ]
+    [ "$(jq -r .result.stdout <<< "$output")" = 2.0.1 ]
+    # The revision was recorded only after the execution had finished.
+    [[ "$installed_at" > "$(jq -r .finishedAt <<< "$output")" ]]
+}
