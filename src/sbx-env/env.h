@@ -73,7 +73,7 @@ int env_store_wheel(struct envctx *c, const char *workspace, const char *rel, js
 /* manage.c */
 json_t *env_create(struct envctx *c, const char *name, const char *language, const char *base, struct sbx_error *e);
 json_t *env_install(struct envctx *c, const char *id, const char *manager, json_t *packages, json_t *channels,
-		    const char *index_url, const char *workspace, struct sbx_error *e);
+		    const char *index_url, const char *source, const char *workspace, struct sbx_error *e);
 json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct sbx_error *e);
 int env_delete(struct envctx *c, const char *id, struct sbx_error *e);
 int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_error *e);

@@ -21,8 +21,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: sbx-env status | setup [--wait] | list | revisions\n"
 		"       sbx-env create NAME --language python|r [--base ID]\n"
-		"       sbx-env install ID [--manager conda|pip|cran|bioconductor] [--channel C]... [--index-url URL]\n"
-		"                      [--workspace DIR] PKG...\n"
+		"       sbx-env install [--manager conda|pip|cran|bioconductor] [--channel C]... [--index-url URL]\n"
+		"                      [--source upstream|tsinghua|ustc|huawei] [--workspace DIR] -- ID PKG...\n"
 		"       sbx-env uninstall ID PKG... | delete ID | snapshot REV\n"
 		"       sbx-env resolve [--revision REV | --environment ID] --language python|r\n"
 		"\n"
@@ -106,12 +106,13 @@ int main(int argc, char **argv)
 		{ "language", required_argument, NULL, 'l' }, { "base", required_argument, NULL, 'b' },
 		{ "manager", required_argument, NULL, 'm' }, { "channel", required_argument, NULL, 'c' },
 		{ "index-url", required_argument, NULL, 'i' }, { "workspace", required_argument, NULL, 'w' },
+		{ "source", required_argument, NULL, 's' },
 		{ "revision", required_argument, NULL, 'r' }, { "environment", required_argument, NULL, 'E' },
 		{ "wait", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 },
 	};
 	const char *language = NULL, *base = NULL, *manager = NULL, *index_url = NULL, *workspace = NULL, *revision = NULL,
-		   *environment = NULL;
+		   *environment = NULL, *source = NULL;
 	bool wait = false;
 	struct envctx *cp = &ctx;
 	struct sbx_error e;
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
 		case 'm': manager = optarg; break;
 		case 'c': json_array_append_new(channels, json_string(optarg)); break;
 		case 'i': index_url = optarg; break;
+		case 's': source = optarg; break;
 		case 'w': workspace = optarg; break;
 		case 'r': revision = optarg; break;
 		case 'E': environment = optarg; break;
@@ -198,7 +200,7 @@ int main(int argc, char **argv)
 		json_t *pkgs = json_array();
 		for (int i = 1; i < n_rest; i++)
 			json_array_append_new(pkgs, json_string(rest[i]));
-		out = !strcmp(cmd, "install") ? env_install(cp, rest[0], manager, pkgs, channels, index_url, workspace, &e)
+		out = !strcmp(cmd, "install") ? env_install(cp, rest[0], manager, pkgs, channels, index_url, source, workspace, &e)
 					      : env_uninstall(cp, rest[0], pkgs, &e);
 		json_decref(pkgs);
 	} else if (!strcmp(cmd, "delete")) {

@@ -202,6 +202,34 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 	return revision;
 }
 
+/* Package sources (environments.md 1.8); huawei has no conda mirror. */
+static const struct source {
+	const char *id, *pip, *conda;
+} sources[] = {
+	{ "upstream", "https://pypi.org/simple", "conda-forge" },
+	{ "tsinghua", "https://pypi.tuna.tsinghua.edu.cn/simple", "https://mirrors.tuna.tsinghua.edu.cn/anaconda/cloud/conda-forge" },
+	{ "ustc", "https://mirrors.ustc.edu.cn/pypi/simple", "https://mirrors.ustc.edu.cn/anaconda/cloud/conda-forge" },
+	{ "huawei", "https://mirrors.huaweicloud.com/repository/pypi/simple", NULL },
+};
+
+/* The source: the request's, else the global preset of this manager
+ * (SCIENCE_AGENT_PIP_SOURCE / SCIENCE_AGENT_CONDA_SOURCE), else upstream. */
+static const struct source *pick_source(const char *requested, const char *manager, struct sbx_error *e)
+{
+	const char *id = requested && *requested ? requested
+			 : getenv(!strcmp(manager, "pip") ? "SCIENCE_AGENT_PIP_SOURCE" : "SCIENCE_AGENT_CONDA_SOURCE");
+	if (!id || !*id)
+		return &sources[0];
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		if (!strcmp(sources[i].id, id)) {
+			if (!strcmp(manager, "conda") && !sources[i].conda)
+				break;
+			return &sources[i];
+		}
+	fail(e, SBX_EXIT_USAGE, "Unknown package source for this manager: %s", id);
+	return NULL;
+}
+
 /* ^[a-z][a-z0-9+.-]*:// ignoring case. */
 static bool remote_url(const char *s)
 {
@@ -475,7 +503,7 @@ static json_t *conclude(struct envctx *c, json_t *env, json_t *rev, int lock, st
 }
 
 json_t *env_install(struct envctx *c, const char *id, const char *manager, json_t *packages, json_t *channels,
-		    const char *index_url, const char *workspace, struct sbx_error *e)
+		    const char *index_url, const char *source_id, const char *workspace, struct sbx_error *e)
 {
 	(void)workspace;
 	char url[2100] = "";
@@ -537,17 +565,33 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 		}
 	}
 	specs = sorted_unique(specs);
-	json_t *chosen = NULL;
-	if ((!json_array_size(specs) && !json_array_size(wheels) &&
-	     fail(e, SBX_EXIT_USAGE, "%s", "At least one package is required")) ||
-	    (!strcmp(manager, "conda") && env_valid_channels(c, channels, &chosen, e) != 0)) {
+	json_t *chosen = NULL, *preset = NULL;
+	const struct source *src = NULL;
+	bool conda = !strcmp(manager, "conda");
+	/* Explicit channels or index first, then the source, then upstream. */
+	bool refused = false;
+	if (conda && !json_array_size(channels)) {
+		refused = !(src = pick_source(source_id, manager, e));
+		if (src && src != &sources[0])
+			channels = preset = json_pack("[s]", src->conda);
+	}
+	if (!strcmp(manager, "pip") && !url[0]) {
+		refused = !(src = pick_source(source_id, manager, e));
+		if (src)
+			snprintf(url, sizeof(url), "%s", src->pip);
+	}
+	if (refused || (!json_array_size(specs) && !json_array_size(wheels) &&
+			fail(e, SBX_EXIT_USAGE, "%s", "At least one package is required")) ||
+	    (conda && env_valid_channels(c, channels, &chosen, e) != 0)) {
+		json_decref(preset);
 		json_decref(specs);
 		json_decref(wheels);
 		json_decref(wheel_paths);
 		return NULL;
 	}
+	json_decref(preset);
 	if (!strcmp(manager, "pip"))
-		chosen = json_pack("[s]", c->cache[0] ? "offline-cache:pip" : url[0] ? url : "https://pypi.org/simple");
+		chosen = json_pack("[s]", c->cache[0] ? "offline-cache:pip" : url);
 	int lock = lock_env(c, id, e);
 	json_t *env = lock >= 0 ? begin_update(c, id, e) : NULL;
 	if (!env) {
@@ -599,7 +643,7 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 			args[n++] = c->cache;
 		} else {
 			args[n++] = "--index-url";
-			args[n++] = url[0] ? url : "https://pypi.org/simple";
+			args[n++] = url;
 		}
 		json_array_foreach(specs, i, v) if (n < 94) args[n++] = json_string_value(v);
 		json_array_foreach(wheel_paths, i, v) if (n < 94) args[n++] = json_string_value(v);

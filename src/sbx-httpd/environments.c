@@ -196,6 +196,11 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 				args[n++] = "--index-url";
 				args[n++] = index_url;
 			}
+			const char *source = json_string_value(json_object_get(doc, "source"));
+			if (source) {
+				args[n++] = "--source";
+				args[n++] = source;
+			}
 			if (ws) {
 				args[n++] = "--workspace";
 				args[n++] = ws;

@@ -258,3 +258,27 @@ PY
     assert_failure 2
     [[ "$stderr" == *"Local wheel paths require a Session workspace"* ]]
 }
+
+@test "package sources: the request's, else the global preset, else upstream; huawei has no conda mirror" {
+    ready
+    task_env
+    chan="https://mirrors.tuna.tsinghua.edu.cn/anaconda/cloud/conda-forge"
+    mkdir -p "$WORK/channels/$(dirname "$chan")"
+    cp -r "$FIXTURES/channels/conda-forge" "$WORK/channels/$chan"
+    export FAKE_MICROMAMBA_CHANNELS="$WORK/channels"
+    run --separate-stderr sbx-env install --source tsinghua -- "$ENV_ID" requests
+    assert_success
+    [ "$(jq -c .channels <<< "$output")" = "[\"$chan\"]" ]
+    [[ "$(jq -r '.command | join(" ")' <<< "$output")" == *"--channel $chan requests"* ]]
+    SCIENCE_AGENT_CONDA_SOURCE=tsinghua run --separate-stderr sbx-env install -- "$ENV_ID" tqdm
+    assert_success
+    [ "$(jq -c .channels <<< "$output")" = "[\"$chan\"]" ]
+    # An explicit channel wins over the preset.
+    cp -r "$FIXTURES/channels/conda-forge" "$WORK/channels/"
+    SCIENCE_AGENT_CONDA_SOURCE=tsinghua run --separate-stderr sbx-env install --channel conda-forge -- "$ENV_ID" scipy
+    assert_success
+    [ "$(jq -c .channels <<< "$output")" = '["conda-forge"]' ]
+    run --separate-stderr sbx-env install --source huawei -- "$ENV_ID" requests
+    assert_failure 2
+    [[ "$stderr" == *"Unknown package source for this manager: huawei"* ]]
+}
