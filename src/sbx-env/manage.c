@@ -90,6 +90,26 @@ static json_t *sorted_unique(json_t *list)
 }
 
 /* The prefix's inventory: conda's list, and Python's distributions. */
+#define R_INVENTORY "ip <- installed.packages(fields=\"Repository\"); write.table(ip[, c(\"Package\", \"Version\", \"Repository\")], sep=\"\\t\", quote=FALSE, row.names=FALSE, col.names=FALSE)"
+
+/* R's libraries: Package, Version, Repository rows. */
+static json_t *r_inventory(struct envctx *c, const char *prefix, struct sbx_error *e)
+{
+	char r[PATH_MAX + 16], *out = NULL;
+	json_t *list = json_array();
+	snprintf(r, sizeof(r), "%s/bin/R", prefix);
+	const char *argv[] = { r, "--vanilla", "--slave", "-e", R_INVENTORY, NULL };
+	if (access(r, X_OK) != 0 || env_run_tool(c, argv, &out, e) != 0)
+		return list;
+	for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f1 = strtok(line, "\t"), *f2 = strtok(NULL, "\t"), *f3 = strtok(NULL, "\t");
+		if (f1 && f2)
+			json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "name", f1, "version", f2, "repository", f3 ? f3 : "NA"));
+	}
+	free(out);
+	return list;
+}
+
 static int inventory(struct envctx *c, const char *prefix, json_t **conda, json_t **python, struct sbx_error *e)
 {
 	char *out = NULL, py[PATH_MAX + 16];
@@ -134,6 +154,7 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 	json_t *conda, *python;
 	if (inventory(c, prefix, &conda, &python, e) != 0)
 		return NULL;
+	json_t *rlibs = r_inventory(c, prefix, e);
 	const char *language = json_string_value(json_object_get(env, "language"));
 	char rev[64], now[32], plat[64], version[64] = "unknown";
 	env_new_id("rev-", rev, sizeof(rev));
@@ -159,11 +180,16 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 		snprintf(line, sizeof(line), "python:%s==%s", sbx_json_string_or(p, "name", "?"), sbx_json_string_or(p, "version", "?"));
 		json_array_append_new(packages, json_string(line));
 	}
+	json_array_foreach(rlibs, i, p) {
+		char line[512];
+		snprintf(line, sizeof(line), "r:%s==%s", sbx_json_string_or(p, "name", "?"), sbx_json_string_or(p, "version", "?"));
+		json_array_append_new(packages, json_string(line));
+	}
 	packages = sorted_unique(packages);
-	json_t *snap = json_pack("{s:O,s:s,s:O,s:s,s:{s:o,s:o,s:[]},s:s,s:O,s:s,s:s,s:{s:s,s:s},s:O,s:s}", "channels",
+	json_t *snap = json_pack("{s:O,s:s,s:O,s:s,s:{s:o,s:o,s:o},s:s,s:O,s:s,s:s,s:{s:s,s:s},s:O,s:s}", "channels",
 				 channels, "createdAt", now, "environmentId", json_object_get(env, "id"), "format",
 				 "sciencediscovery-environment-revision-v2", "installed", "conda", conda, "python", python,
-				 "r", "language", language, "packages", packages, "platform", plat, "provisioner",
+				 "r", rlibs, "language", language, "packages", packages, "platform", plat, "provisioner",
 				 "micromamba", "reconstruction", "status", "reference-only", "reason",
 				 "Package inventory is retained; remote installation artifacts are not guaranteed to remain "
 				 "available.",
@@ -200,6 +226,42 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 	if (revision && json_array_size(wheels))
 		json_object_set(revision, "localWheels", wheels);
 	return revision;
+}
+
+#define CRAN_URL "https://cloud.r-project.org"
+
+/* cran and bioconductor: one R expression, package names JSON-quoted. */
+static int install_r(struct envctx *c, const char *manager, const char *prefix, json_t *specs, const char **args,
+		     struct sbx_error *e)
+{
+	static char r[PATH_MAX + 16];
+	char names[8192] = "";
+	static char expr[9000];
+	size_t i;
+	json_t *v;
+	snprintf(r, sizeof(r), "%s/bin/R", prefix);
+	if (access(r, X_OK) != 0)
+		return fail(e, SBX_EXIT_USAGE, "%s", "Environment lacks R; install it with manager=conda first");
+	json_array_foreach(specs, i, v) {
+		char *quoted = json_dumps(v, JSON_ENCODE_ANY);
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? "," : "", quoted ? quoted : "\"\"");
+		free(quoted);
+	}
+	if (!strcmp(manager, "cran"))
+		snprintf(expr, sizeof(expr), "install.packages(c(%s), repos=\"%s\", Ncpus=1)", names, CRAN_URL);
+	else
+		snprintf(expr, sizeof(expr),
+			 "if (!requireNamespace(\"BiocManager\", quietly=TRUE)) install.packages(\"BiocManager\", repos=\"%s\", "
+			 "Ncpus=1); BiocManager::install(c(%s), ask=FALSE, update=FALSE)",
+			 CRAN_URL, names);
+	int n = 0;
+	args[n++] = r;
+	args[n++] = "--vanilla";
+	args[n++] = "--slave";
+	args[n++] = "-e";
+	args[n++] = expr;
+	args[n] = NULL;
+	return env_run_tool(c, args, NULL, e);
 }
 
 /* Package sources (environments.md 1.8); huawei has no conda mirror. */
@@ -527,10 +589,6 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 		     manager);
 		return NULL;
 	}
-	if (!strcmp(manager, "cran") || !strcmp(manager, "bioconductor")) {
-		fail(e, SBX_EXIT_USAGE, "%s installs need an R environment, which this build cannot create yet", manager);
-		return NULL;
-	}
 	/* The specs: trimmed, checked, unique, sorted; at least one. pip may
 	 * also name workspace wheels, copied into the store first. */
 	json_t *specs = json_array(), *wheels = json_array(), *wheel_paths = json_array();
@@ -592,6 +650,8 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 	json_decref(preset);
 	if (!strcmp(manager, "pip"))
 		chosen = json_pack("[s]", c->cache[0] ? "offline-cache:pip" : url);
+	if (!strcmp(manager, "cran") || !strcmp(manager, "bioconductor"))
+		chosen = json_pack("[s]", !strcmp(manager, "cran") ? CRAN_URL : "https://bioconductor.org");
 	int lock = lock_env(c, id, e);
 	json_t *env = lock >= 0 ? begin_update(c, id, e) : NULL;
 	if (!env) {
@@ -627,6 +687,8 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 		json_array_foreach(specs, i, v) if (n < 94) args[n++] = json_string_value(v);
 		args[n] = NULL;
 		rc = env_micromamba(c, args, NULL, e);
+	} else if (strcmp(manager, "pip") != 0) {
+		rc = install_r(c, manager, prefix, specs, args, e);
 	} else if (access(py, X_OK) != 0) {
 		rc = fail(e, SBX_EXIT_USAGE, "%s", "Environment lacks python; install it with manager=conda first");
 	} else {

@@ -282,3 +282,31 @@ PY
     assert_failure 2
     [[ "$stderr" == *"Unknown package source for this manager: huawei"* ]]
 }
+
+@test "R: the first R environment builds the R starter; cran and bioconductor install into it; R runs inside the sandbox" {
+    ready
+    run --separate-stderr sbx-env create --language r -- "R work"
+    assert_success
+    id=$(jq -r .id <<< "$output")
+    [ "$(sbx-env list | jq -r '[.[].id] | sort | join(" ")')" = "starter-python starter-r $id" ]
+    [[ "$(sbx-env revisions | jq -r '.[] | select(.environmentId == "starter-r") | .packages | join(" ")')" == *"r:tidyverse==2.0.0"* ]]
+    run --separate-stderr sbx-env install --manager cran -- "$id" survival
+    assert_success
+    [ "$(jq -c .channels <<< "$output")" = '["https://cloud.r-project.org"]' ]
+    [[ "$(jq -r '.packages | join(" ")' <<< "$output")" == *"r:survival==1.0.0"* ]]
+    [[ "$(jq -r '.command[4]' <<< "$output")" == 'install.packages(c("survival"), repos="https://cloud.r-project.org", Ncpus=1)' ]]
+    run --separate-stderr sbx-env install --manager bioconductor -- "$id" DESeq2
+    assert_success
+    [ "$(jq -c .channels <<< "$output")" = '["https://bioconductor.org"]' ]
+    [ "$(sbx-env snapshot "$(jq -r .id <<< "$output")" | jq -r '.installed.r | map(.name) | sort | join(",")')" = "DESeq2,data.table,survival,tidyverse" ]
+    run --separate-stderr sbx-env resolve --language python --environment "$id"
+    assert_failure 2
+    [[ "$stderr" == *"is r, not python"* ]]
+    prefix=$(sbx-env resolve --language r --environment "$id" | jq -r .prefix)
+    chmod -R a+rX "$WORK/data/scientific-envs"
+    jq -cn --arg p "$prefix" --arg ws "$WS" '{argv: ["/opt/science-env/bin/R", "--vanilla", "--slave"], workspace: $ws,
+        environment: {prefix: $p}}' > "$WORK/r-spec.json"
+    run --separate-stderr sbx-launch "$WORK/r-spec.json" <<< 'cat("hello from R\n")'
+    assert_success
+    assert_output "hello from R"
+}

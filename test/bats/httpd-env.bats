@@ -77,3 +77,17 @@ wait_ready() {
     # The revision was recorded only after the execution had finished.
     [[ "$installed_at" > "$(jq -r .finishedAt <<< "$output")" ]]
 }
+
+@test "POST /execute with language r works once an R environment exists" {
+    wait_ready
+    signed /execute "$(shell_request r0 'cat("too early\n")' '{"language":"r"}')"
+    [ "$status_code" = 400 ]
+    api POST /environments --data-binary '{"name":"Stats","language":"r"}'
+    [ "$status_code" = 201 ]
+    rev=$(jq -r .currentRevisionId <<< "$output")
+    signed /execute "$(shell_request r1 'cat("hello from R\n")' "{\"language\":\"r\",\"environmentRevisionId\":\"$rev\"}")"
+    [ "$status_code" = 200 ]
+    [ "$(jq -c '[.stdout, .language, .environmentRevisionId]' <<< "$output")" = "[\"hello from R\\n\",\"r\",\"$rev\"]" ]
+    run curl -sS "$BASE/health"
+    [ "$(jq -c .scientificEnvs.languages <<< "$output")" = '["python","r"]' ]
+}
