@@ -4,6 +4,7 @@
  * after each success an inventory, an immutable v2 snapshot, a revision. */
 #include "env.h"
 #include "../lib/atomic_file.h"
+#include "../lib/env_lease.h"
 #include "../lib/exitcodes.h"
 #include "../lib/hash.h"
 #include "../lib/json.h"
@@ -46,19 +47,21 @@ static void remove_tree(const char *path)
 /* The per-environment lock: mutations exclusive, held across the tool run. */
 static int lock_env(struct envctx *c, const char *id, struct sbx_error *e)
 {
-	char path[PATH_MAX + 96];
+	char dir[PATH_MAX];
 	if (!env_safe_env_id(id))
 		return fail(e, SBX_EXIT_USAGE, "%s", "Environment metadata contains an unsafe identifier");
-	snprintf(path, sizeof(path), "%s/locks/env-%.64s.lock", c->root, id);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	while (fd >= 0 && flock(fd, LOCK_EX) != 0)
-		if (errno != EINTR) {
-			close(fd);
-			fd = -1;
-		}
+	snprintf(dir, sizeof(dir), "%s/locks", c->root);
+	int fd = sbx_env_lease(dir, id, true);
 	if (fd < 0)
 		fail(e, SBX_EXIT_RESOURCE, "cannot lock environment %s", id);
 	return fd;
+}
+
+/* The provisioner as records name it: its file's basename. */
+static const char *provisioner_name(const struct envctx *c)
+{
+	const char *slash = strrchr(c->provisioner, '/');
+	return slash ? slash + 1 : c->provisioner;
 }
 
 static void platform(char *out, size_t size)
@@ -190,7 +193,7 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 				 channels, "createdAt", now, "environmentId", json_object_get(env, "id"), "format",
 				 "sciencediscovery-environment-revision-v2", "installed", "conda", conda, "python", python,
 				 "r", rlibs, "language", language, "packages", packages, "platform", plat, "provisioner",
-				 "micromamba", "reconstruction", "status", "reference-only", "reason",
+				 provisioner_name(c), "reconstruction", "status", "reference-only", "reason",
 				 "Package inventory is retained; remote installation artifacts are not guaranteed to remain "
 				 "available.",
 				 "requestedChanges", changes, "revisionId", rev);
@@ -221,7 +224,7 @@ static json_t *record_revision(struct envctx *c, json_t *env, const char *prefix
 	json_t *revision = json_pack("{s:O,s:s,s:O,s:s,s:s,s:s,s:o,s:s,s:s,s:s,s:s,s:{s:s,s:I},s:O}", "channels", channels,
 				     "createdAt", now, "environmentId", json_object_get(env, "id"), "id", rev, "language",
 				     language, "languageVersion", version, "packages", packages, "packageSpecHash", hash,
-				     "platform", plat, "provisioner", "micromamba", "runnerVersion", SBX_VERSION,
+				     "platform", plat, "provisioner", provisioner_name(c), "runnerVersion", SBX_VERSION,
 				     "snapshot", "hash", hash, "size", (json_int_t)(n + 1), "requestedChanges", changes);
 	if (revision && json_array_size(wheels))
 		json_object_set(revision, "localWheels", wheels);
@@ -377,6 +380,7 @@ int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_err
 		args[n++] = c->channels[i];
 	}
 	snprintf(specs, sizeof(specs), "%s", starter_specs(language));
+	args[n++] = "--"; /* what follows is never an option */
 	for (char *save = NULL, *t = strtok_r(specs, " ", &save); t && n < 47; t = strtok_r(NULL, " ", &save))
 		args[n++] = t;
 	args[n] = NULL;
@@ -684,6 +688,7 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 			args[n++] = "--channel";
 			args[n++] = json_string_value(v);
 		}
+		args[n++] = "--";
 		json_array_foreach(specs, i, v) if (n < 94) args[n++] = json_string_value(v);
 		args[n] = NULL;
 		rc = env_micromamba(c, args, NULL, e);
@@ -707,6 +712,7 @@ json_t *env_install(struct envctx *c, const char *id, const char *manager, json_
 			args[n++] = "--index-url";
 			args[n++] = url;
 		}
+		args[n++] = "--";
 		json_array_foreach(specs, i, v) if (n < 94) args[n++] = json_string_value(v);
 		json_array_foreach(wheel_paths, i, v) if (n < 94) args[n++] = json_string_value(v);
 		args[n] = NULL;
@@ -773,6 +779,7 @@ json_t *env_uninstall(struct envctx *c, const char *id, json_t *packages, struct
 		args[n++] = "--offline";
 	args[n++] = "--prefix";
 	args[n++] = prefix;
+	args[n++] = "--";
 	json_t *changes = json_array();
 	json_array_foreach(names, i, v) {
 		char line[256];

@@ -93,7 +93,8 @@ json_t *env_setup_view(struct envctx *c)
 	bool ready = !strcmp(sbx_json_string_or(v, "state", ""), "ready");
 	json_object_set_new(v, "allowedChannels", channels);
 	json_object_set_new(v, "managedProvisioner", json_boolean(c->managed));
-	json_object_set_new(v, "provisioner", ready ? json_string("micromamba") : json_null());
+	const char *slash = strrchr(c->provisioner, '/');
+	json_object_set_new(v, "provisioner", ready ? json_string(slash ? slash + 1 : c->provisioner) : json_null());
 	json_object_set_new(v, "provisionerVersion", ready && c->managed ? json_string(env_pinned_version()) : json_null());
 	json_object_set_new(v, "starterPackages", json_pack("{s:[sssss],s:[sss]}", "python", "python=3.12", "numpy=2.0",
 							    "pandas=2.2", "scipy=1.14", "matplotlib=3.9", "r", "r-base=4.4",

@@ -21,7 +21,9 @@ static void argv_text(const char *const *argv, char *out, size_t size)
 
 int env_run_tool(const struct envctx *c, const char *const *argv, char **out, struct sbx_error *e)
 {
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .new_process_group = true };
+	/* A killed sbx-env takes its tool along: nothing changes a prefix after the
+	 * environment has been marked failed. */
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .new_process_group = true, .die_with_parent = true };
 	struct sbx_capture cap;
 	char cmd[2048], tail[600];
 	if (out)

@@ -2,6 +2,7 @@
  * 5.4) as sbx-env children: sbx-httpd maps their JSON and errors onto the
  * API; /health reads the setup state sbx-env keeps, spawning nothing. */
 #include "httpd.h"
+#include "../lib/env_lease.h"
 #include "../lib/json.h"
 #include "../lib/spawn.h"
 
@@ -84,8 +85,11 @@ json_t *environments_capability(void)
 		if (!strcmp(id, "starter-python") || !strcmp(id, "starter-r"))
 			json_array_append_new(langs, json_string(id + 8));
 	}
+	const char *configured = getenv("SCIENCE_AGENT_PROVISIONER_PATH");
+	const char *name = configured && *configured ? (strrchr(configured, '/') ? strrchr(configured, '/') + 1 : configured)
+						     : "micromamba";
 	json_t *cap = json_pack("{s:b,s:b,s:o,s:s?,s:b}", "available", ready && json_array_size(langs), "enabled",
-				g_server.cfg.scientific_envs, "languages", langs, "provisioner", ready ? "micromamba" : NULL,
+				g_server.cfg.scientific_envs, "languages", langs, "provisioner", ready ? name : NULL,
 				"startersReady", ready);
 	if (!ready)
 		json_object_set_new(cap, "unavailableReason",
@@ -229,15 +233,7 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
  * is using, and a run never starts on a prefix mid-update. */
 int environments_lease(const char *env_id)
 {
-	char path[PATH_MAX + 128];
-	if (!env_id || !*env_id || strchr(env_id, '/'))
-		return -1;
-	snprintf(path, sizeof(path), "%s/scientific-envs/locks/env-%.64s.lock", g_server.cfg.data_dir, env_id);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	while (fd >= 0 && flock(fd, LOCK_SH) != 0)
-		if (errno != EINTR) {
-			close(fd);
-			return -1;
-		}
-	return fd;
+	char dir[PATH_MAX + 64];
+	snprintf(dir, sizeof(dir), "%s/scientific-envs/locks", g_server.cfg.data_dir);
+	return sbx_env_lease(dir, env_id, false);
 }

@@ -33,7 +33,7 @@ task_env() {
     [ "$(jq -c '[.state, .phase]' <<< "$output")" = '["not-configured","pending"]' ]
     run --separate-stderr sbx-env setup --wait
     assert_success
-    [ "$(jq -c '[.state, .phase, .provisioner, .managedProvisioner, .networkPolicy]' <<< "$output")" = '["ready","complete","micromamba",false,"allowed-channels"]' ]
+    [ "$(jq -c '[.state, .phase, .provisioner, .managedProvisioner, .networkPolicy]' <<< "$output")" = '["ready","complete","fake-micromamba",false,"allowed-channels"]' ]
     [ "$(jq -r '.allowedChannels | join(",")' <<< "$output")" = conda-forge ]
     [ "$(jq -r '.components.conda.state' <<< "$output")" = ready ]
     [[ "$stderr" == *'"progress":"creating-python-base"'* && "$stderr" == *'"progress":"complete"'* ]]
@@ -198,6 +198,10 @@ PY
     for _ in $(seq 100); do grep -q "start install" <(tail -n 1 "$WORK/mamba.log") && break; sleep 0.1; done
     kill -9 -- "-$killer" || kill -9 "$killer"
     wait "$killer" || true
+    # The tool dies with sbx-env (PR_SET_PDEATHSIG): nothing touches the prefix later.
+    for _ in $(seq 50); do pgrep -f "fake-micromamba.*$ENV_ID" >/dev/null || break; sleep 0.1; done
+    run pgrep -f "fake-micromamba.*$ENV_ID"
+    assert_failure
     run sbx-env list
     [ "$(jq -r ".[] | select(.id == \"$ENV_ID\") | .status" <<< "$output")" = failed ]
     [[ "$(jq -r ".[] | select(.id == \"$ENV_ID\") | .error" <<< "$output")" == "Environment update was interrupted"* ]]
@@ -269,7 +273,7 @@ PY
     run --separate-stderr sbx-env install --source tsinghua -- "$ENV_ID" requests
     assert_success
     [ "$(jq -c .channels <<< "$output")" = "[\"$chan\"]" ]
-    [[ "$(jq -r '.command | join(" ")' <<< "$output")" == *"--channel $chan requests"* ]]
+    [[ "$(jq -r '.command | join(" ")' <<< "$output")" == *"--channel $chan -- requests"* ]]
     SCIENCE_AGENT_CONDA_SOURCE=tsinghua run --separate-stderr sbx-env install -- "$ENV_ID" tqdm
     assert_success
     [ "$(jq -c .channels <<< "$output")" = "[\"$chan\"]" ]

@@ -25,7 +25,7 @@ wait_ready() {
 @test "setup starts with the server; /health reports it; the environment endpoints answer with their status codes" {
     wait_ready
     run curl -sS "$BASE/health"
-    [ "$(jq -c '.scientificEnvs | [.available, .enabled, .languages, .provisioner]' <<< "$output")" = '[true,true,["python"],"micromamba"]' ]
+    [ "$(jq -c '.scientificEnvs | [.available, .enabled, .languages, .provisioner]' <<< "$output")" = '[true,true,["python"],"fake-micromamba"]' ]
     api POST /environment-setup --data-binary '{"confirmed":false}'
     [ "$status_code" = 400 ] && [ "$output" = '{"error":"Scientific environment setup requires explicit confirmation"}' ]
     api POST /environment-setup --data-binary '{"confirmed":true}'
