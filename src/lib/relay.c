@@ -82,7 +82,7 @@ struct leg {
 	int from, to;
 	char *buf;
 	size_t cap;
-	size_t start, end;     /* bytes [start, end) read and not yet written */
+	size_t start, end;     /* bytes [start, end) read, still to be written */
 	uint64_t limit, moved;
 	bool eof, ended;
 };

@@ -19,7 +19,7 @@
 struct conn {
 	struct gateway *g;
 	int client;
-	char *buf;      /* client bytes not yet used: a head and what follows it */
+	char *buf;      /* client bytes still unused: a head and what follows it */
 	size_t len;
 	struct sbx_relay_limits idle;
 };

@@ -71,6 +71,16 @@ int env_store_wheel(struct envctx *c, const char *workspace, const char *rel, js
 		    size_t size, struct sbx_error *e);
 
 /* manage.c */
+int env_fail(struct sbx_error *e, int code, const char *fmt, const char *a);
+/* One environment's lease, exclusive (a mutation); the fd, or -1 and e. */
+int env_lock_one(struct envctx *c, const char *id, struct sbx_error *e);
+
+/* revision.c */
+json_t *env_sorted_unique(json_t *list); /* takes list; sorted, unique strings */
+/* Inventory, snapshot file and revision record (the caller puts it in the catalog). */
+json_t *env_record_revision(struct envctx *c, json_t *env, const char *prefix, json_t *channels, json_t *changes,
+			    json_t *wheels, struct sbx_error *e);
+void env_keep_command(json_t *rev, const char *tool, const char *const *args);
 json_t *env_create(struct envctx *c, const char *name, const char *language, const char *base, struct sbx_error *e);
 json_t *env_install(struct envctx *c, const char *id, const char *manager, json_t *packages, json_t *channels,
 		    const char *index_url, const char *source, const char *workspace, struct sbx_error *e);
