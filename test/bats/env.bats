@@ -193,15 +193,16 @@ PY
     [ "$(awk '{print $1}' <<< "$output" | tr '\n' ' ')" = "start end start end " ]
     unset FAKE_MICROMAMBA_DELAY_S
     # An install killed mid-way: the environment is failed, never silently ready.
-    FAKE_MICROMAMBA_HANG_ON=scipy setsid sbx-env install "$ENV_ID" -- scipy > /dev/null 2>&1 &
+    mkfifo "$WORK/hanging"
+    FAKE_MICROMAMBA_HANG_ON=scipy FAKE_MICROMAMBA_HANGING_FIFO="$WORK/hanging" \
+        setsid sbx-env install "$ENV_ID" -- scipy > /dev/null 2>&1 &
     killer=$!
-    for _ in $(seq 100); do grep -q "start install" <(tail -n 1 "$WORK/mamba.log") && break; sleep 0.1; done
+    await_fifo "$WORK/hanging" tool   # the install is under way
     kill -9 -- "-$killer" || kill -9 "$killer"
     wait "$killer" || true
     # The tool dies with sbx-env (PR_SET_PDEATHSIG): nothing touches the prefix later.
-    for _ in $(seq 50); do pgrep -f "fake-micromamba.*$ENV_ID" >/dev/null || break; sleep 0.1; done
-    run pgrep -f "fake-micromamba.*$ENV_ID"
-    assert_failure
+    timeout 10 tail --pid="$tool" -f /dev/null
+    ! kill -0 "$tool" 2>/dev/null
     run sbx-env list
     [ "$(jq -r ".[] | select(.id == \"$ENV_ID\") | .status" <<< "$output")" = failed ]
     [[ "$(jq -r ".[] | select(.id == \"$ENV_ID\") | .error" <<< "$output")" == "Environment update was interrupted"* ]]

@@ -17,3 +17,14 @@ jq_out() {
 count_lines() {
     if [ -f "$1" ]; then grep -c "${2:-.}" "$1" || true; else echo 0; fi
 }
+
+# await_fifo FIFO [VAR]: the first line a writer puts into FIFO (into VAR),
+# within 30 s: opened read-write so that a writer that never comes fails the
+# test instead of hanging it.
+await_fifo() {
+    local line
+    exec 7<>"$1"
+    read -r -t 30 -u 7 line || { exec 7<&-; fail "nothing arrived on $1"; }
+    exec 7<&-
+    [ -z "${2:-}" ] || printf -v "$2" '%s' "$line"
+}

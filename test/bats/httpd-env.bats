@@ -61,13 +61,10 @@ wait_ready() {
     wait_ready
     api POST /environments --data-binary '{"name":"Held","language":"python"}'
     id=$(jq -r .id <<< "$output")
-    signed /shell-executions "$(shell_request held1 'sleep 1.5; python -I -c "import numpy; print(numpy.__version__)"' "{\"environmentId\":\"$id\"}")"
+    mkfifo -m 666 "$PROJECT/started"
+    signed /shell-executions "$(shell_request held1 'echo > /workspace/started; sleep 1.5; python -I -c "import numpy; print(numpy.__version__)"' "{\"environmentId\":\"$id\"}")"
     [ "$status_code" = 202 ]
-    for _ in $(seq 100); do
-        api GET "/shell-executions/held1?sessionId=s1&agentId=main"
-        [ "$(jq -r .state <<< "$output")" = running ] && break
-        sleep 0.1
-    done
+    await_fifo "$PROJECT/started"   # it runs, holding its environment
     api POST "/environments/$id/install" --data-binary '{"packages":["requests"]}'
     [ "$status_code" = 201 ]
     installed_at=$(jq -r .createdAt <<< "$output")

@@ -102,7 +102,8 @@ wait_state() {
     wait_state r1 running
     kill -9 "$HTTPD_PID"
     wait "$HTTPD_PID" || true
-    for _ in $(seq 50); do pgrep -f "$marker" >/dev/null || break; sleep 0.1; done
+    # The sandbox dies with its sbx-run, which dies with sbx-httpd.
+    for pid in $(pgrep -f "$marker"); do timeout 10 tail --pid="$pid" -f /dev/null; done
     run pgrep -f "$marker"
     assert_failure
     httpd_start

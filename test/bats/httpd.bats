@@ -159,13 +159,11 @@ teardown() { httpd_teardown; }
 }
 
 @test "/status lists a running execution with its session, agent and startedAt" {
-    in_background s1 "$(shell_request s1 'sleep 2')" /execute-shell
+    mkfifo -m 666 "$PROJECT/started"
+    in_background s1 "$(shell_request s1 'echo > /workspace/started; sleep 2')" /execute-shell
     client=$bg
-    for _ in $(seq 50); do
-        api GET /status
-        [ "$(jq -r '.activeExecutions[0].status' <<< "$output")" = running ] && break
-        sleep 0.1
-    done
+    await_fifo "$PROJECT/started"   # the workload runs
+    api GET /status
     [ "$(jq -c '.activeExecutions[0] | [.executionId, .sessionId, .agentId, .kernelMode, .language, (.startedAt | type)]' <<< "$output")" = '["s1","s1","main","ephemeral","shell","string"]' ]
     wait "$client"
 }
@@ -238,13 +236,10 @@ teardown() { httpd_teardown; }
 }
 
 @test "a queued execution whose client disconnects never starts; teardown waits for the session's executions" {
-    in_background first "$(shell_request first 'sleep 2')" /execute-shell
+    mkfifo -m 666 "$PROJECT/started"
+    in_background first "$(shell_request first 'echo > /workspace/started; sleep 2')" /execute-shell
     first=$bg
-    for _ in $(seq 50); do
-        api GET /status
-        [ "$(jq -r '.activeExecutions[0].status' <<< "$output")" = running ] && break
-        sleep 0.1
-    done
+    await_fifo "$PROJECT/started"
     # Same session and agent: the second waits its turn, then its client goes.
     shell_request second 'touch /workspace/second-ran' > "$WORK/req2.json"
     read -r ts sig < <(sign "$WORK/req2.json")
