@@ -12,7 +12,7 @@ static const char *const reserved[] = {
 	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
 	"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy",
 	"ALL_PROXY", "all_proxy", "PIP_PROXY", "npm_config_proxy", "npm_config_https_proxy",
-	"YARN_HTTP_PROXY", "YARN_HTTPS_PROXY", "OLDPWD", "PWD", "SHLVL", "_", NULL,
+	"YARN_HTTP_PROXY", "YARN_HTTPS_PROXY", "TOOLCHAIN_HOME", "OLDPWD", "PWD", "SHLVL", "_", NULL,
 };
 static const char *const reserved_prefixes[] = { "ASCEND_", "SBX_", "SCIENCEDISCOVERY_", "GIT_CONFIG_", NULL };
 

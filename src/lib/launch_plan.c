@@ -3,6 +3,7 @@
 #include "launch_plan.h"
 #include "exitcodes.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define SCIENCE_ENV "/opt/science-env"
@@ -20,8 +21,14 @@ static void setenv_(struct sbx_launch_plan *p, const char *key, const char *valu
 static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_host *h,
 		      struct sbx_launch_plan *p)
 {
+	const struct sbx_launch_devices *d = &s->devices;
+	const char *base = s->env_prefix ? SCIENCE_ENV "/bin:/usr/bin:/bin" : "/usr/bin:/bin";
+	char path[1200];
+
 	setenv_(p, "HOME", "/tmp");
-	setenv_(p, "PATH", s->env_prefix ? SCIENCE_ENV "/bin:/usr/bin:/bin" : "/usr/bin:/bin");
+	/* Only launches with devices get their tools' directory first. */
+	snprintf(path, sizeof(path), "%s%s%s", d->path_prefix ? d->path_prefix : "", d->path_prefix ? ":" : "", base);
+	setenv_(p, "PATH", path);
 	setenv_(p, "LANG", "C.UTF-8");
 	setenv_(p, "PYTHONNOUSERSITE", "1");
 	if (h->ca_bundle[0]) {
@@ -49,6 +56,8 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 		setenv_(p, "GIT_CONFIG_KEY_0", "http.proxy");
 		setenv_(p, "GIT_CONFIG_VALUE_0", EGRESS_PROXY);
 	}
+	for (size_t i = 0; i < d->env_keys.len; i++)
+		setenv_(p, d->env_keys.items[i], d->env_values.items[i]);
 	for (size_t i = 0; i < s->env_keys.len; i++)
 		setenv_(p, s->env_keys.items[i], s->env_values.items[i]);
 }
@@ -104,6 +113,12 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 				 "--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus", NULL);
 	}
 	sbx_strvec_pushl(a, "--dev", "/dev", NULL);
+	/* Accelerators: only the chosen nodes land on the fresh /dev (binding
+	 * the host's /dev would expose every chip), then their files. */
+	for (size_t i = 0; i < s->devices.node_hosts.len; i++)
+		sbx_strvec_pushl(a, "--dev-bind", s->devices.node_hosts.items[i], s->devices.node_sandbox.items[i], NULL);
+	for (size_t i = 0; i < s->devices.read_only.len; i++)
+		ro_bind(a, s->devices.read_only.items[i], s->devices.read_only.items[i]);
 
 	/* A managed environment hides the host's interpreters. */
 	for (size_t i = 0; i < h->masks.len; i++)

@@ -227,8 +227,8 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	if (sbx_json_validate(doc, spec_fields, COUNT(spec_fields), "", e) != 0 ||
 	    parse_argv(json_object_get(doc, "argv"), s, e) != 0)
 		return -1;
-	if (present(doc, "devices"))
-		return bad(e, "unsupported", "devices", "accelerators need sbx-npu, which this build does not have yet");
+	if (sbx_launch_devices_parse(present(doc, "devices"), &s->devices, e) != 0)
+		return -1;
 	if ((v = present(doc, "workspace")) && !(s->workspace = host_dir(json_string_value(v), "workspace", e)))
 		return -1;
 	if ((v = present(doc, "readOnlyWorkspace"))) {
@@ -244,6 +244,9 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	    parse_network(present(doc, "network"), s, e) != 0 ||
 	    parse_environment(present(doc, "environment"), s, e) != 0)
 		return -1;
+	/* Chips with no network: sockets allowed, still no route (sandbox.md 3.3). */
+	if (s->devices.present && s->profile == SBX_SECCOMP_BASELINE)
+		s->profile = SBX_SECCOMP_NPU;
 	if ((v = present(doc, "scratch")) && !(s->scratch = host_dir(json_string_value(v), "scratch", e)))
 		return -1;
 	if ((v = present(doc, "tmpSizeBytes"))) {
@@ -270,5 +273,6 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	free(s->env_prefix);
 	free(s->scratch);
 	free(s->egress_socket);
+	sbx_launch_devices_free(&s->devices);
 	memset(s, 0, sizeof(*s));
 }

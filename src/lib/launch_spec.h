@@ -5,6 +5,7 @@
 #define SBX_LAUNCH_SPEC_H
 
 #include "error.h"
+#include "launch_devices.h"
 #include "seccomp_table.h"
 #include "strvec.h"
 
@@ -27,6 +28,7 @@ struct sbx_launch_spec {
 	char *env_prefix;        /* realpath of environment.prefix, or NULL */
 	char *scratch;           /* realpath of scratch (bound at /scratch), or NULL */
 	char *egress_socket;     /* domain-allowlist: the gateway's socket, or NULL */
+	struct sbx_launch_devices devices; /* accelerators (sbx-npu's fragment) */
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
 	long long tmp_size;
 	enum sbx_seccomp_profile profile;
