@@ -5,6 +5,7 @@
 #include "exitcodes.h"
 #include "json.h"
 #include "launch_spec.h"
+#include "npu_select.h"
 #include "quota.h"
 
 #include <errno.h>
@@ -25,7 +26,7 @@ static const struct sbx_json_field request_fields[] = {
 	{ "maxOutputBytes", SBX_JSON_INTEGER, false, true },
 	{ "network", SBX_JSON_OBJECT, false, true },
 	{ "environment", SBX_JSON_OBJECT, false, true },
-	{ "devices", SBX_JSON_ANY, false, true },
+	{ "devices", SBX_JSON_OBJECT, false, true },
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "limits", SBX_JSON_OBJECT, false, true },
 	{ "caps", SBX_JSON_OBJECT, false, true },
@@ -136,7 +137,7 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 	if (!strcmp(r->language, "r") && !managed)
 		return bad(e, "environment", "R execution requires the scientific environment capability (an environment prefix)");
 	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", r->workspace);
-	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "devices", "tmpSizeBytes" };
+	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "tmpSizeBytes" };
 	if (egress_policy(r, e) != 0)
 		return -1;
 	for (size_t i = 0; i < COUNT(passed); i++) {
@@ -173,6 +174,29 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 	int rc = sbx_launch_spec_parse(r->spec, &check, e);
 	sbx_launch_spec_free(&check);
 	return rc;
+}
+
+/* {vendor?, chips}: sbx-run re-probes them and adds sbx-npu's fragment
+ * right before the launch; a request never supplies device nodes itself. */
+static int parse_devices(const json_t *doc, struct sbx_run_request *r, struct sbx_error *e)
+{
+	static const struct sbx_json_field fields[] = {
+		{ "vendor", SBX_JSON_STRING, false, false },
+		{ "chips", SBX_JSON_ARRAY, true, false },
+	};
+	if (!doc || json_is_null(doc))
+		return 0;
+	if (sbx_json_validate(doc, fields, COUNT(fields), "devices", e) != 0)
+		return -1;
+	const char *vendor = sbx_json_string_or(doc, "vendor", "ascend");
+	if (strcmp(vendor, "ascend") && strcmp(vendor, "nvidia"))
+		return bad(e, "devices.vendor", "must be \"ascend\" or \"nvidia\"");
+	snprintf(r->device_vendor, sizeof(r->device_vendor), "%s", vendor);
+	int n = sbx_npu_chip_list(json_object_get(doc, "chips"), "devices.chips", r->chips, e);
+	if (n < 0)
+		return -1;
+	r->n_chips = (size_t)n;
+	return 0;
 }
 
 /* Defaults: documented in sbx-run(1). */
@@ -265,6 +289,8 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 		if (r->limits.cpu_percent > 100 * 1024)
 			return bad(e, "limits.cpuPercent", "at most 102400 (1024 CPUs)");
 	}
+	if (parse_devices(json_object_get(doc, "devices"), r, e) != 0)
+		return -1;
 	if (parse_caps(json_object_get(doc, "caps"), &r->caps, e) != 0)
 		return -1;
 	return build_spec(r, e);

@@ -46,6 +46,9 @@ struct sbx_run_request {
 	json_t *spec;               /* the launch spec built from it */
 	json_t *egress_policy;      /* network with allowedDomains: sbx-run starts its gateway */
 	char egress_revision[17];
+	char device_vendor[8];      /* devices.vendor: ascend | nvidia */
+	int chips[64];              /* devices.chips, sorted and unique */
+	size_t n_chips;
 };
 
 /* Parses and validates; the error names the field (exit 2). */

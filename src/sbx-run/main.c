@@ -236,6 +236,8 @@ static int execute(struct run *r, struct sbx_error *e)
 	}
 	if (r->req.limits.requested && sbx_cgroup_create(r->req.execution_id, &r->req.limits, &r->cg, e) != 0)
 		return fail(r, e);
+	if (run_devices_attach(r, e) != 0)
+		return fail(r, e);
 	if (sbx_snap_scan(r->req.workspace, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
 	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, r->worker.sandbox_end, &r->sb, e) != 0)

@@ -59,6 +59,8 @@ int run_supervise(struct run *r, struct sbx_error *e);
 /* egress.c: a domain-allowlist run gets its revision's gateway (started
  * when none answers) and the spec's network names its socket. */
 int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);
+/* devices.c: re-probes the requested chips and adds their fragment to the spec. */
+int run_devices_attach(struct run *r, struct sbx_error *e);
 
 /* report.c */
 long long run_now_ms(void);
