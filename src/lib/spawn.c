@@ -72,6 +72,8 @@ static _Noreturn void child_exec(const struct sbx_spawn *s, int devnull, int rep
 		report_fd = (int)total;
 	}
 	close_from((int)total + 1);
+	if (s->cwd && chdir(s->cwd) != 0)
+		goto fail;
 	execve(s->argv[0], (char *const *)s->argv, s->envp ? s->envp : environ);
 fail:;
 	int err = errno;

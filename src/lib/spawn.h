@@ -21,6 +21,7 @@ struct sbx_spawn {
 	bool new_session;        /* setsid(): away from the caller's terminal */
 	bool die_with_parent;    /* PR_SET_PDEATHSIG SIGKILL */
 	int cgroup_procs_fd;     /* > 0: the child writes its pid there first */
+	const char *cwd;         /* NULL: this process's; a failed chdir fails the start */
 };
 
 /* Starts the program. Returns its pid, or -1 with an error when it could

@@ -1,0 +1,77 @@
+/* af3.c — the AlphaFold3-intent check (npu.md 2.6): a config that names
+ * AF3 directories or an AF3 backend is refused for workloads that ask. */
+#include "broker.h"
+#include "../lib/exitcodes.h"
+#include "../lib/json.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_MAX (16u << 20)
+
+static const char *const hit_keys[] = { "af3_dir", "af3_model_dir", "af3_db_dir", "model_dir", "db_dir", "use_af3", NULL };
+static const char *const backend_keys[] = { "backend", "model_backend", "pipeline", "pipeline_backend", "predictor",
+					    "structure_model", "structure_predictor", "workload", "workload_id",
+					    "workloadid", NULL };
+
+static bool listed(const char *key, const char *const *list)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (!strcmp(key, list[i]))
+			return true;
+	return false;
+}
+
+static bool mentions_af3(const char *value)
+{
+	char lower[512];
+	size_t i = 0;
+	for (; value[i] && i < sizeof(lower) - 1; i++)
+		lower[i] = (char)tolower((unsigned char)value[i]);
+	lower[i] = '\0';
+	return strstr(lower, "af3") || strstr(lower, "alphafold");
+}
+
+/* Objects are walked; arrays are not (as upstream). */
+static bool walk(const json_t *obj, int depth)
+{
+	const char *key;
+	json_t *v;
+	if (depth > 64)
+		return false;
+	json_object_foreach((json_t *)obj, key, v) {
+		char norm[256];
+		size_t i = 0;
+		for (; key[i] && i < sizeof(norm) - 1; i++)
+			norm[i] = key[i] == '-' ? '_' : (char)tolower((unsigned char)key[i]);
+		norm[i] = '\0';
+		if (listed(norm, hit_keys))
+			return true;
+		if (listed(norm, backend_keys) && json_is_string(v) && mentions_af3(json_string_value(v)))
+			return true;
+		if (json_is_object(v) && walk(v, depth + 1))
+			return true;
+	}
+	return false;
+}
+
+int broker_af3_check(const char *workspace, const json_t *inputs, const char *workload_id, struct sbx_error *e)
+{
+	char *path = broker_workspace_input(workload_id, workspace, inputs, "configPath", e);
+	if (!path)
+		return -1;
+	struct sbx_error ignored;
+	json_t *doc = sbx_json_load(path, CONFIG_MAX, &ignored);
+	free(path);
+	bool hit = doc && json_is_object(doc) && walk(doc, 0);
+	json_decref(doc);
+	if (hit) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "af3-intent", "%s",
+			      "Configuration appears to target AlphaFold3; the built-in NPU Broker allowlist only exposes "
+			      "antibody.protenix.v1");
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,59 @@
+/* manifest.c — a finished job's created files (npu.md 2.4): the lines of
+ * artifact_manifest.txt at the workspace root and beside the config, each
+ * resolved and kept only inside the workspace, in manifest order. */
+#include "broker.h"
+#include "../lib/path.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MANIFEST_LINES_MAX 100000
+
+static void read_manifest(const char *workspace, const char *dir, json_t *out)
+{
+	char path[PATH_MAX * 2], line[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/artifact_manifest.txt", dir);
+	FILE *f = fopen(path, "re");
+	for (int n = 0; f && n < MANIFEST_LINES_MAX && fgets(line, sizeof(line), f); n++) {
+		char *s = line, *end = line + strlen(line);
+		while (*s == ' ' || *s == '\t')
+			s++;
+		while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (!*s || *s == '#')
+			continue;
+		char joined[PATH_MAX * 3];
+		snprintf(joined, sizeof(joined), "%s/%s", s[0] == '/' ? "" : dir, s);
+		char *real = realpath(s[0] == '/' ? s : joined, NULL);
+		if (real && sbx_path_is_within(workspace, real) && strcmp(real, workspace) != 0) {
+			const char *rel = real + strlen(workspace) + 1;
+			bool seen = false;
+			for (size_t i = 0; i < json_array_size(out); i++)
+				seen = seen || !strcmp(json_string_value(json_array_get(out, i)), rel);
+			if (!seen)
+				json_array_append_new(out, json_string(rel));
+		}
+		free(real);
+	}
+	if (f)
+		fclose(f);
+}
+
+json_t *broker_created_files(const char *workspace, const json_t *inputs)
+{
+	json_t *out = json_array();
+	read_manifest(workspace, workspace, out);
+	const char *config = json_string_value(json_object_get(inputs, "configPath"));
+	if (config && config[0] && config[0] != '/') {
+		char joined[PATH_MAX * 2];
+		snprintf(joined, sizeof(joined), "%s/%s", workspace, config);
+		char *dir = dirname(joined);
+		char *real = realpath(dir, NULL);
+		if (real && sbx_path_is_within(workspace, real) && strcmp(real, workspace) != 0)
+			read_manifest(workspace, real, out);
+		free(real);
+	}
+	return out;
+}
