@@ -43,6 +43,8 @@ struct programs {
 	char egress[PATH_MAX];
 	char bridge[PATH_MAX];
 	char env[PATH_MAX];
+	char broker[PATH_MAX];       /* "": not installed */
+	char npu[PATH_MAX];          /* "": not installed */
 };
 
 /* One legacy execution as /status lists it. */
@@ -115,7 +117,11 @@ enum MHD_Result handle_health(struct req *r);
 enum MHD_Result handle_status(struct req *r);
 enum MHD_Result handle_resources(struct req *r);
 enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
-enum MHD_Result handle_unavailable(struct req *r, const char *what, const char *id);
+/* npu.c: sbx-broker and sbx-npu behind the NPU endpoints. */
+void npu_start(void);
+json_t *npu_capability(void);
+json_t *npu_active_jobs(void);
+enum MHD_Result handle_npu(struct req *r, const char *what, const char *id);
 enum MHD_Result handle_execute(struct req *r, bool shell);
 enum MHD_Result handle_managed_start(struct req *r);
 enum MHD_Result handle_managed_get(struct req *r, const char *id);

@@ -22,12 +22,12 @@ enum MHD_Result handle_health(struct req *r)
 		json_object_set_new(network, "unavailableReason", json_string(s->network_reason));
 	json_t *envs = environments_capability();
 	json_t *body = json_pack(
-		"{s:b,s:s,s:s,s:s,s:s,s:I,s:i,s:I,s:I,s:s,s:b,s:{s:b,s:i,s:[]},s:s,s:s,s:s,s:o,s:o,s:s,s:s,s:n}",
+		"{s:b,s:s,s:s,s:s,s:s,s:I,s:i,s:I,s:I,s:s,s:b,s:o,s:s,s:s,s:s,s:o,s:o,s:s,s:s,s:n}",
 		"cgroupDelegated", 0, "cgroupMode", "none", "cgroupRoot", "", "executionAuth", "bearer+hmac-sha256",
 		"executionUser", s->execution_user, "executionTimeoutMs", (json_int_t)s->cfg.exec_timeout_ms,
 		"maxFileBytes", 0, "maxOutputBytes", (json_int_t)s->cfg.max_output_bytes, "maxWorkspaceBytes",
 		(json_int_t)s->cfg.max_workspace_bytes, "networkPolicy", "none", "noNewPrivileges", 1, "npuBroker",
-		"enabled", 0, "queueConcurrency", 1, "workloads", "runnerVersion", s->version, "platform", "linux",
+		npu_capability(), "runnerVersion", s->version, "platform", "linux",
 		"sandbox", "bubblewrap", "sandboxNetwork", network, "scientificEnvs", envs, "seccompBaseline",
 		"multiarch-v1-profile-aware", "status", "ok", "workerConcurrency");
 	return reply_json(r, 200, body);
@@ -48,8 +48,8 @@ enum MHD_Result handle_status(struct req *r)
 		json_array_append_new(active, o);
 	}
 	pthread_mutex_unlock(&g_server.lock);
-	return reply_json(r, 200, json_pack("{s:o,s:s,s:[],s:[],s:s,s:s}", "activeExecutions", active, "capturedAt",
-					    now, "kernels", "npuJobs", "runnerVersion", g_server.version, "status",
+	return reply_json(r, 200, json_pack("{s:o,s:s,s:[],s:o,s:s,s:s}", "activeExecutions", active, "capturedAt",
+					    now, "kernels", "npuJobs", npu_active_jobs(), "runnerVersion", g_server.version, "status",
 					    "ok"));
 }
 
@@ -121,37 +121,4 @@ enum MHD_Result handle_kernels(struct req *r, const char *kernel_id)
 	}
 	json_decref(doc);
 	return reply_json(r, 200, body);
-}
-
-/* runner-api 5.4 without a store, 5.5 with the broker disabled. */
-enum MHD_Result handle_unavailable(struct req *r, const char *what, const char *id)
-{
-	const char *session = query(r, "session_id") ? query(r, "session_id") : query(r, "sessionId");
-	bool has_session = session && strspn(session, " \t") != strlen(session);
-	if (!strcmp(what, "npu-devices")) {
-		char now[32];
-		sbx_iso_time(sbx_wall_ms(), now);
-		return reply_json(r, 200, json_pack("{s:s,s:[],s:b}", "capturedAt", now, "devices", "supported", 0));
-	}
-	if (!strcmp(what, "npu-submit") || !strcmp(what, "npu-cancel")) {
-		if (!auth_signature(&g_server.cfg, r))
-			return reply_error(r, 401, !strcmp(what, "npu-submit") ? "Invalid or expired NPU job signature"
-									: "Invalid or expired NPU job cancel signature");
-		if (!strcmp(what, "npu-submit"))
-			return reply_error(r, 400, "NPU Broker is disabled");
-		json_t *doc = r->len ? json_loadb(r->body, r->len, 0, NULL) : NULL;
-		const char *sid = json_string_value(json_object_get(doc, "sessionId"));
-		bool ok = sid && *sid;
-		json_decref(doc);
-		if (!ok)
-			return reply_error(r, 400, "sessionId is required for NPU job cancel");
-		return reply_error(r, 400, "NPU job not found in this Session");
-	}
-	if (!has_session)
-		return reply_error(r, 400, "session_id is required for NPU job access");
-	if (!strcmp(what, "npu-list"))
-		return reply_json(r, 200, json_array());
-	if (!strcmp(what, "npu-logs"))
-		return reply_error(r, 400, "Unknown NPU job: %s", id);
-	return reply_error(r, 404, "NPU job not found");
 }

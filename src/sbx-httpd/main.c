@@ -197,6 +197,7 @@ int main(int argc, char **argv)
 	setenv("SCIENCE_AGENT_BWRAP_PATH", s->cfg.bwrap, 1);
 	prepare_data_dir(&s->cfg);
 	find_programs(s);
+	npu_start();
 	preflight(&s->cfg);
 	struct sbx_error e;
 	if (store_open(s, &e) != 0)

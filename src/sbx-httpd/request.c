@@ -3,6 +3,7 @@
  * refusal is a 400 with the upstream's message. */
 #include "request.h"
 #include "../lib/egress_policy.h"
+#include "../lib/npu_select.h"
 #include "../lib/path.h"
 
 #include <errno.h>
@@ -68,6 +69,23 @@ static int limit(json_t *doc, const char *key, long long dflt, long long *out, c
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 9007199254740991LL)
 		return fail(msg, msize, "%s must be a non-negative safe integer", key);
 	*out = json_integer_value(v);
+	return 0;
+}
+
+/* npuDevices (host indices): sbx-run re-probes them right before the
+ * launch and refuses the execution by name when one is not usable. */
+static int npu_devices(const json_t *doc, json_t *run, char *msg, size_t msize)
+{
+	const json_t *chips = json_object_get(doc, "npuDevices");
+	int list[SBX_NPU_MAX_CHIPS];
+	struct sbx_error e;
+	if (!chips || json_is_null(chips))
+		return 0;
+	int n = sbx_npu_chip_list(chips, "npuDevices", list, &e);
+	if (n < 0)
+		return fail(msg, msize, "%s", e.message);
+	if (n > 0)
+		json_object_set_new(run, "devices", json_pack("{s:s,s:O}", "vendor", "ascend", "chips", chips));
 	return 0;
 }
 
@@ -194,7 +212,7 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 		if (*rel)
 			json_object_set_new(run, "cwd", json_string(rel));
 	}
-	if (network(epoch, x, run, msg, msize) != 0) {
+	if (network(epoch, x, run, msg, msize) != 0 || npu_devices(doc, run, msg, msize) != 0) {
 		json_decref(run);
 		return -1;
 	}

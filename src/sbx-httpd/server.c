@@ -170,24 +170,23 @@ enum MHD_Result route(struct req *r)
 	if (get && match(r->path, "/environment-revisions/", "/snapshot", id, sizeof(id)))
 		return handle_environments(r, id, "snapshot");
 
-	/* The NPU broker of a later stage: answered as the upstream answers
-	 * with the broker disabled. */
+	/* The NPU broker and devices (npu.c). */
 	if (is(r, "GET", "/npu/workloads"))
-		return reply_json(r, 200, json_array());
+		return handle_npu(r, "workloads", NULL);
 	if (is(r, "GET", "/npu/devices"))
-		return handle_unavailable(r, "npu-devices", id);
+		return handle_npu(r, "devices", NULL);
 	if (is(r, "GET", "/npu/jobs"))
-		return handle_unavailable(r, "npu-list", id);
+		return handle_npu(r, "list", NULL);
 	if (is(r, "POST", "/npu/jobs"))
-		return handle_unavailable(r, "npu-submit", id);
+		return handle_npu(r, "submit", NULL);
 	if (get && match(r->path, "/npu/jobs/", "/logs", id, sizeof(id)))
-		return handle_unavailable(r, "npu-logs", id);
+		return handle_npu(r, "logs", id);
 	if (get && match(r->path, "/npu/jobs/", "/result", id, sizeof(id)))
-		return handle_unavailable(r, "npu-job", id);
+		return handle_npu(r, "result", id);
 	if (post && match(r->path, "/npu/jobs/", "/cancel", id, sizeof(id)))
-		return handle_unavailable(r, "npu-cancel", id);
+		return handle_npu(r, "cancel", id);
 	if (get && match(r->path, "/npu/jobs/", "", id, sizeof(id)))
-		return handle_unavailable(r, "npu-job", id);
+		return handle_npu(r, "get", id);
 	return reply_error(r, 404, "Not found");
 }
 
