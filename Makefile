@@ -32,7 +32,7 @@ IN_SANDBOX := bin/sbx-report bin/sbx-egress-bridge
 REPORT_SRC := src/sbx-report/main.c $(addprefix src/lib/,channel.c channel_schema.c json.c cli.c \
               diag.c error.c exitcodes.c io.c path.c)
 UNIT_SRC := $(wildcard test/unit/test_*.c)
-UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall
+UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
 
 .PHONY: all deps check run install uninstall clean bench fuzz help FORCE
@@ -98,6 +98,11 @@ bin/test/try-syscall: test/fixtures/try-syscall.c build/flags
 	@mkdir -p bin/test
 	$(CC) $(PLAIN_CFLAGS) -o $@ $<
 
+# A DCMI library for hosts without Ascend chips (sbx-npu dlopens it).
+bin/test/libdcmi.so: test/fixtures/fake-dcmi.c build/flags
+	@mkdir -p bin/test
+	$(CC) $(PLAIN_CFLAGS) -shared -fPIC -o $@ $<
+
 build/man/%: man/%.scd
 	@mkdir -p build/man
 	scdoc < $< > $@.tmp && mv $@.tmp $@
@@ -113,6 +118,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/sbx/workloads
+	install -m 0644 share/sbx/workloads/* $(DESTDIR)$(PREFIX)/share/sbx/workloads/
 	for m in $(MANPAGES); do \
 		sec=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$sec/; done
 	@# The unprivileged user root-started launches run workloads as.
@@ -122,6 +129,7 @@ install: all
 
 uninstall:
 	rm -f $(PROGRAMS:bin/%=$(DESTDIR)$(PREFIX)/bin/%)
+	rm -rf $(DESTDIR)$(PREFIX)/share/sbx
 	for m in $(MANPAGES); do sec=$${m##*.}; rm -f $(DESTDIR)$(PREFIX)/share/man/man$$sec/$${m##*/}; done
 
 bench: all

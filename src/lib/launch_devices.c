@@ -98,8 +98,10 @@ static int parse_read_only(const json_t *paths, struct sbx_launch_devices *d, st
 		free(real);
 		if (!canonical)
 			return fail(e, "readOnly", i, "must be an existing canonical absolute path");
+		/* Below /tmp is fine: these binds come after its tmpfs. */
 		for (size_t k = 0; launch_mounts[k]; k++)
-			if (sbx_path_is_within(launch_mounts[k], path) || sbx_path_is_within(path, launch_mounts[k]))
+			if ((strcmp(launch_mounts[k], "/tmp") != 0 && sbx_path_is_within(launch_mounts[k], path)) ||
+			    sbx_path_is_within(path, launch_mounts[k]))
 				return fail(e, "readOnly", i, "overlaps a mount the launch makes itself");
 		sbx_strvec_push(&d->read_only, path);
 	}

@@ -114,11 +114,9 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	}
 	sbx_strvec_pushl(a, "--dev", "/dev", NULL);
 	/* Accelerators: only the chosen nodes land on the fresh /dev (binding
-	 * the host's /dev would expose every chip), then their files. */
+	 * the host's /dev would expose every chip). */
 	for (size_t i = 0; i < s->devices.node_hosts.len; i++)
 		sbx_strvec_pushl(a, "--dev-bind", s->devices.node_hosts.items[i], s->devices.node_sandbox.items[i], NULL);
-	for (size_t i = 0; i < s->devices.read_only.len; i++)
-		ro_bind(a, s->devices.read_only.items[i], s->devices.read_only.items[i]);
 
 	/* A managed environment hides the host's interpreters. */
 	for (size_t i = 0; i < h->masks.len; i++)
@@ -126,6 +124,9 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	sbx_strvec_push(a, "--size");
 	sbx_strvec_pushf(a, "%lld", s->tmp_size);
 	sbx_strvec_pushl(a, "--tmpfs", "/tmp", NULL);
+	/* The devices' files, after /tmp exists so a tool kept there shows. */
+	for (size_t i = 0; i < s->devices.read_only.len; i++)
+		ro_bind(a, s->devices.read_only.items[i], s->devices.read_only.items[i]);
 	if (s->env_prefix) {
 		/* Twice: conda embeds the absolute prefix in scripts and libraries. */
 		ro_bind(a, s->env_prefix, SCIENCE_ENV);
