@@ -189,7 +189,7 @@ json_t *broker_cancel(struct broker *b, const char *id, const char *session, str
 {
 	if (!session || !*session)
 		return refuse(e, "bad-request", "sessionId is required for NPU job cancel");
-	json_t *job = broker_owned(b, id, session, "not-found", "Unknown NPU job: %s", e);
+	json_t *job = broker_owned(b, id, session, "unknown", "Unknown NPU job: %s", e);
 	if (!job)
 		return NULL;
 	const char *state = json_string_value(json_object_get(job, "state"));

@@ -82,9 +82,15 @@ static int broker(const char *const *args, const char *body, size_t len, struct 
 	return run_child(g_server.prog.broker, argv, body, len, a);
 }
 
+struct drainer_start {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	bool spawned;
+};
+
 static void *drainer(void *arg)
 {
-	(void)arg;
+	struct drainer_start *start = arg;
 	const char *argv[] = { g_server.prog.broker, "--data-dir", g_server.cfg.data_dir,
 			       g_server.cfg.npu_broker ? "--enable" : "drain", g_server.cfg.npu_broker ? "drain" : NULL, NULL };
 	/* This thread waits for it: the death signal follows the thread. */
@@ -92,21 +98,37 @@ static void *drainer(void *arg)
 			       .die_with_parent = true };
 	struct sbx_error e;
 	pid_t pid = sbx_spawn_start(&s, NULL, &e);
+	pthread_mutex_lock(&start->lock);
+	start->spawned = true;
+	pthread_cond_signal(&start->done);
+	pthread_mutex_unlock(&start->lock);
 	int status;
 	if (pid > 0)
 		waitpid(pid, &status, 0);
 	return NULL;
 }
 
+/* Returns once the drainer runs: a client that got its 201 can count on it. */
 static void start_drainer(void)
 {
+	static struct drainer_start start = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+	static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 	pthread_t t;
 	pthread_attr_t attr;
+	pthread_mutex_lock(&one_at_a_time);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, drainer, NULL) != 0)
+	start.spawned = false;
+	if (pthread_create(&t, &attr, drainer, &start) != 0) {
 		sbx_diag("warning", "npu-drainer", NULL, "cannot start the NPU job drainer");
+	} else {
+		pthread_mutex_lock(&start.lock);
+		while (!start.spawned)
+			pthread_cond_wait(&start.done, &start.lock);
+		pthread_mutex_unlock(&start.lock);
+	}
 	pthread_attr_destroy(&attr);
+	pthread_mutex_unlock(&one_at_a_time);
 }
 
 void npu_start(void)

@@ -7,7 +7,12 @@ load launch_helpers
 # management nodes, and the 8-chip 910B3 tables.
 npu_setup() {
     launch_setup
-    DEV="$WORK/dev"
+    npu_host "$WORK"
+}
+
+# npu_host DIR: the fake host's device nodes under DIR/dev, and its tools.
+npu_host() {
+    DEV="$1/dev"
     mkdir -p "$DEV"
     chmod 755 "$DEV"
     for i in 0 1 2 3 4 6 7; do make_node "$DEV/davinci$i" ok; done
@@ -16,8 +21,9 @@ npu_setup() {
     export SBX_DEV_ROOT="$DEV"
     export SCIENCE_AGENT_NPU_SMI_PATH="$FIXTURES/fake-npu-smi"
     export FAKE_NPU_SMI_MODEL=910b3-8
-    export SBX_DCMI_LIBRARY="$WORK/no-libdcmi.so"
-    export SBX_ASCEND_INSTALL_INFO="$WORK/ascend_install.info"
+    export FAKE_NPU_SMI_CONFIG="$1/npu-smi.conf"
+    export SBX_DCMI_LIBRARY="$1/no-libdcmi.so"
+    export SBX_ASCEND_INSTALL_INFO="$1/ascend_install.info"
     unset FAKE_NPU_SMI_FAIL FAKE_DCMI_CHIPS FAKE_DCMI_FAIL
 }
 
