@@ -232,3 +232,24 @@ err() { jq -r .message <<<"$stderr"; }
     run --separate-stderr sbx-broker --active list
     assert_equal "$(jq -c '[.[] | [.id, .state]]' <<<"$output")" '[["r1","queued"]]'
 }
+
+@test "a managed workload runs the revision's interpreter with its site-packages first on PYTHONPATH" {
+    export SCIENCE_AGENT_PROVISIONER_PATH="$FIXTURES/fake-micromamba" FAKE_MICROMAMBA_CHANNELS="$FIXTURES/channels"
+    unset SCIENCE_AGENT_PACKAGE_CACHE_DIR SCIENTIFIC_ENVS SCIENCE_AGENT_SCIENTIFIC_CHANNELS
+    run --separate-stderr sbx-env setup --wait
+    assert_success
+    rev=$(sbx-env list | jq -r '.[] | select(.id == "starter-python") | .currentRevisionId')
+    submit test.managed m0 '{"environmentRevisionId": "no-such-revision"}'
+    assert_failure 2
+    assert_equal "$(err)" "Unknown environment revision; select a current environment"
+    export PYTHONPATH=/host/py
+    submit test.managed m1 "{\"environmentRevisionId\": \"$rev\"}"
+    assert_success
+    assert_equal "$(jq_out .environmentRevisionId)" "$rev"
+    run --separate-stderr sbx-broker drain
+    run job m1
+    assert_equal "$(jq_out '.state, .logs.stdout' | tr '\n' '|')" "succeeded|1||"
+    prefix=$(sbx-env resolve --revision "$rev" --language python | jq -r .prefix)
+    assert_equal "$(jq_out '.audit.argv[0]')" "$(readlink -f "$prefix/bin/python")"
+    assert_equal "$(jq_out '.audit.env.PYTHONPATH')" "$(readlink -f "$prefix"/lib/python3*/site-packages):/host/py"
+}
