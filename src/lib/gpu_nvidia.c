@@ -99,9 +99,9 @@ static json_t *read_gpu(const char *dir, const char *query)
 		return NULL;
 	char key[13];
 	bus_key(bus, key);
-	json_t *dev = json_pack("{s:I,s:I,s:i,s:s,s:s,s:s*,s:n,s:n,s:n,s:n,s:n}", "hostIndex", (json_int_t)minor,
+	json_t *dev = json_pack("{s:I,s:I,s:i,s:s,s:s,s:o,s:n,s:n,s:n,s:n,s:n}", "hostIndex", (json_int_t)minor,
 				"cardId", (json_int_t)minor, "chipId", 0, "chipName", model, "health", "Unknown",
-				"busId", bus[0] ? bus : NULL, "aiCorePercent", "hbmUsedMB", "hbmTotalMB", "powerW",
+				"busId", bus[0] ? json_string(bus) : json_null(), "aiCorePercent", "hbmUsedMB", "hbmTotalMB", "powerW",
 				"temperatureC");
 	if (dev)
 		apply_readings(dev, query, key);
