@@ -2,6 +2,8 @@
  * lines) and nvidia-smi's CSV rows, joined on the PCI address. */
 #include "gpu_nvidia.h"
 
+#include "text.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -9,16 +11,6 @@
 #include <string.h>
 
 #define MAX_GPUS 64
-
-static char *trim(char *s)
-{
-	while (isspace((unsigned char)*s))
-		s++;
-	size_t n = strlen(s);
-	while (n && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-	return s;
-}
 
 /* nvidia-smi prints 8 hex digits of domain, the kernel 4: compare the
  * last 12 characters ("0000:07:00.0"), case-folded. */
@@ -36,7 +28,7 @@ static json_t *number(const char *s)
 {
 	char *end;
 	double v = strtod(s, &end);
-	if (end == s || *trim(end))
+	if (end == s || *sbx_trim(end))
 		return json_null();
 	return v == (double)(long long)v ? json_integer((long long)v) : json_real(v);
 }
@@ -53,7 +45,7 @@ static void apply_readings(json_t *dev, const char *query, const char *key)
 		char *cells[7] = { 0 }, *cell_save = NULL;
 		int n = 0;
 		for (char *c = strtok_r(line, ",", &cell_save); c && n < 7; c = strtok_r(NULL, ",", &cell_save))
-			cells[n++] = trim(c);
+			cells[n++] = sbx_trim(c);
 		char row_key[13];
 		if (n < 7)
 			continue;
@@ -82,7 +74,7 @@ static json_t *read_gpu(const char *dir, const char *query)
 		if (!colon)
 			continue;
 		*colon = '\0';
-		char *key = trim(line), *value = trim(colon + 1);
+		char *key = sbx_trim(line), *value = sbx_trim(colon + 1);
 		if (strcmp(key, "Model") == 0)
 			snprintf(model, sizeof(model), "%s", value);
 		else if (strcmp(key, "Bus Location") == 0)

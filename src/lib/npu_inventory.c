@@ -8,8 +8,8 @@
 #include "npu_dcmi.h"
 #include "npu_smi.h"
 #include "spawn.h"
+#include "text.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +37,7 @@ static bool first_line(const char *text, char *out, size_t size)
 		size_t n = end ? (size_t)(end - p) : strlen(p);
 		char line[1024];
 		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) - 1 ? n : sizeof(line) - 1), p);
-		char *s = line;
-		while (isspace((unsigned char)*s))
-			s++;
-		size_t len = strlen(s);
-		while (len && isspace((unsigned char)s[len - 1]))
-			s[--len] = '\0';
+		char *s = sbx_trim(line);
 		if (!noise(s)) {
 			json_t *diag = *s == '{' ? json_loads(s, 0, NULL) : NULL;
 			const char *msg = json_string_value(json_object_get(diag, "message"));

@@ -3,6 +3,8 @@
  * whitespace columns of `info -m` for each chip's logic id. */
 #include "npu_smi.h"
 
+#include "text.h"
+
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,16 +12,6 @@
 #include <string.h>
 
 #define MAX_CELLS 8
-
-static char *trim(char *s)
-{
-	while (isspace((unsigned char)*s))
-		s++;
-	size_t n = strlen(s);
-	while (n && isspace((unsigned char)s[n - 1]))
-		s[--n] = '\0';
-	return s;
-}
 
 static bool all_digits(const char *s)
 {
@@ -46,7 +38,7 @@ static int cells(char *line, char **out)
 		if (!bar)
 			break;
 		*bar = '\0';
-		out[n++] = trim(p);
+		out[n++] = sbx_trim(p);
 		p = bar + 1;
 	}
 	return n;
@@ -83,7 +75,7 @@ static json_t *parse_info(const char *info)
 	for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (strstr(line, "Process id"))
 			break;
-		char *l = trim(line), *c[MAX_CELLS];
+		char *l = sbx_trim(line), *c[MAX_CELLS];
 		if (*l != '|')
 			continue;
 		if (cells(l, c) < 3)
@@ -104,7 +96,7 @@ static json_t *parse_info(const char *info)
 		if (!*sp)
 			continue;
 		*sp = '\0';
-		char *name = trim(sp + 1);
+		char *name = sbx_trim(sp + 1);
 		bool letters = false;
 		for (char *p = name; *p; p++)
 			letters = letters || isalpha((unsigned char)*p);
@@ -125,12 +117,12 @@ static json_t *parse_info(const char *info)
 static int columns(char *line, char **out, int max)
 {
 	int n = 0;
-	char *p = trim(line);
+	char *p = sbx_trim(line);
 	while (*p && n < max) {
 		char *gap = strstr(p, "  ");
 		if (gap)
 			*gap = '\0';
-		out[n++] = trim(p);
+		out[n++] = sbx_trim(p);
 		if (!gap)
 			break;
 		p = gap + 2;

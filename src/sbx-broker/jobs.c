@@ -6,8 +6,8 @@
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
 #include "../lib/path.h"
+#include "../lib/text.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +21,7 @@ static json_t *refuse(struct sbx_error *e, const char *code, const char *message
 
 static char *trim_copy(const char *s)
 {
-	if (!s)
-		return NULL;
-	while (isspace((unsigned char)*s))
-		s++;
-	size_t n = strlen(s);
-	while (n && isspace((unsigned char)s[n - 1]))
-		n--;
-	return strndup(s, n);
+	return s ? sbx_trim_dup(s, strlen(s)) : NULL;
 }
 
 static void new_uuid(char out[37])

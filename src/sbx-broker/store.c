@@ -7,6 +7,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
+#include "../lib/sqlite_open.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,15 +30,7 @@ int broker_store_open(struct broker *b, struct sbx_error *e)
 	if (sbx_mkdir_p(path, 0700, e) != 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/jobs.sqlite", b->dir);
-	if (sqlite3_open_v2(path, &b->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
-		    SQLITE_OK ||
-	    sqlite3_exec(b->db, "PRAGMA busy_timeout=10000; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL,
-			 NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(b->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "store", "%s: %s", path, b->db ? sqlite3_errmsg(b->db) : "cannot open");
-		return -1;
-	}
-	return 0;
+	return sbx_sqlite_open(path, schema, 10000, SBX_EXIT_INTERNAL, &b->db, e);
 }
 
 void broker_store_close(struct broker *b)

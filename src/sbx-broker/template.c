@@ -4,8 +4,8 @@
 #include "broker.h"
 #include "../lib/exitcodes.h"
 #include "../lib/path.h"
+#include "../lib/text.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +18,11 @@ static char *fail(struct sbx_error *e, const char *fmt, const char *a, const cha
 	return NULL;
 }
 
-static char *trimmed(const char *s, size_t n)
-{
-	while (n && isspace((unsigned char)*s))
-		s++, n--;
-	while (n && isspace((unsigned char)s[n - 1]))
-		n--;
-	return strndup(s, n);
-}
-
 char *broker_workspace_input(const char *workload_id, const char *workspace, const json_t *inputs,
 			     const char *field, struct sbx_error *e)
 {
 	const char *value = json_string_value(json_object_get(inputs, field));
-	char *v = value ? trimmed(value, strlen(value)) : NULL;
+	char *v = value ? sbx_trim_dup(value, strlen(value)) : NULL;
 	if (!v || !*v) {
 		free(v);
 		return fail(e, "%s requires inputs.%s", workload_id, field);
@@ -94,14 +85,14 @@ static char *evaluate(const struct broker_template_ctx *c, const char *expr, con
 		const char *rest = expr + 4, *sep = strstr(rest, ":-");
 		char *name = sep ? strndup(rest, (size_t)(sep - rest)) : strdup(rest);
 		const char *v = name ? getenv(name) : NULL;
-		char *value = v ? trimmed(v, strlen(v)) : NULL;
+		char *value = v ? sbx_trim_dup(v, strlen(v)) : NULL;
 		if (value && *value) {
 			free(name);
 			return value;
 		}
 		free(value);
 		if (sep) {
-			char *fallback = trimmed(sep + 2, strlen(sep + 2));
+			char *fallback = sbx_trim_dup(sep + 2, strlen(sep + 2));
 			char *r = fallback ? evaluate(c, fallback, source, depth + 1, e) : NULL;
 			free(fallback);
 			free(name);
@@ -127,7 +118,7 @@ char *broker_expand(const struct broker_template_ctx *c, const char *text, struc
 		size_t lit = close ? (size_t)(open - p) : strlen(p);
 		char *value = NULL;
 		if (close) {
-			char *expr = trimmed(open + 2, (size_t)(close - open - 2));
+			char *expr = sbx_trim_dup(open + 2, (size_t)(close - open - 2));
 			char *source = strndup(open, (size_t)(close - open + 1));
 			value = expr && source ? evaluate(c, expr, source, 0, e) : NULL;
 			free(expr);

@@ -4,6 +4,7 @@
 #include "store.h"
 #include "../lib/atomic_file.h"
 #include "../lib/exitcodes.h"
+#include "../lib/sqlite_open.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +26,8 @@ int store_open(struct server *s, struct sbx_error *e)
 {
 	char path[PATH_MAX + 64];
 	snprintf(path, sizeof(path), "%s/runner-executions/executions.sqlite", s->cfg.data_dir);
-	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
-		    SQLITE_OK ||
-	    sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;", NULL,
-			 NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
-		sbx_error_set(e, SBX_EXIT_RESOURCE, "store", "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
+	if (sbx_sqlite_open(path, schema, 5000, SBX_EXIT_RESOURCE, &s->db, e) != 0)
 		return -1;
-	}
 	/* Never replayed: a record the last process left open is "unknown". */
 	sqlite3_stmt *st;
 	char now[32];

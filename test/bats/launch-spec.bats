@@ -92,7 +92,8 @@ bad_spec() {
     bad_spec "$(spec_sh true '{"env":{"PIP_PROXY":"x"}}')" "env.PIP_PROXY: reserved"
     bad_spec "$(spec_sh true '{"env":{"GIT_CONFIG_COUNT":"0"}}')" "env.GIT_CONFIG_COUNT: reserved"
     bad_spec "$(spec_sh true '{"network":{"mode":"open"}}')" "network.mode: must be"
-    bad_spec "$(spec_sh true '{"devices":{"npu":[0]}}')" "devices: accelerators need sbx-npu"
+    bad_spec "$(spec_sh true '{"devices":{"npu":[0]}}')" "devices.npu: unknown field"
+    bad_spec "$(spec_sh true '{"devices":{"nodes":[{"host":"/dev/null","sandbox":"/dev/d0"}],"env":{"ASCEND_X":"1"}},"env":{"TOOLCHAIN_HOME":"/x"}}')" "env.TOOLCHAIN_HOME: reserved"
     bad_spec "$(spec_sh true '{"environment":{"prefix":"relative"}}')" "environment.prefix: must be an absolute path"
     bad_spec "$(spec_sh true '{"environment":{}}')" "environment.prefix: required field is missing"
     bad_spec "$(spec_sh true '{"tmpSizeBytes":1024}')" "tmpSizeBytes: must be from 1 MiB"
@@ -180,6 +181,14 @@ golden() {
 @test "golden: domain-allowlist (bridge first, the socket at /run/sbx, proxy variables, network profile)" {
     make_socket "$WORK/gw.sock"
     golden domain-allowlist supported "$(spec_sh 'curl -sS http://api.test/' "{\"network\":{\"mode\":\"domain-allowlist\",\"socket\":\"$WORK/gw.sock\"}}")"
+}
+
+@test "golden: NPU chips (renumbered nodes on the fresh /dev, CANN env, PATH prefix, npu profile)" {
+    touch "$WORK/install.info"
+    golden npu-chips supported "$(spec_sh 'npu-smi info' "{\"devices\":{\"vendor\":\"ascend\",\"hostIndices\":[4,6],
+        \"nodes\":[{\"host\":\"/dev/null\",\"sandbox\":\"/dev/davinci0\"},{\"host\":\"/dev/zero\",\"sandbox\":\"/dev/davinci1\"}],
+        \"readOnly\":[\"$WORK/install.info\"],\"env\":{\"ASCEND_HOME_PATH\":\"/opt/tk\",\"LD_LIBRARY_PATH\":\"/opt/tk/lib64\"},
+        \"pathPrefix\":\"/usr/local/bin\"}}")"
 }
 
 @test "golden: /proc bind fallback capability" {
