@@ -2,6 +2,7 @@
  * cloned from a base, deleted (revisions kept for audit), resolved for an
  * execution, and their snapshot bytes re-hashed on the way out. */
 #include "env.h"
+#include "../lib/tree_remove.h"
 #include "../lib/atomic_file.h"
 #include "../lib/env_lease.h"
 #include "../lib/exitcodes.h"
@@ -10,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +25,9 @@ int env_fail(struct sbx_error *e, int code, const char *fmt, const char *a)
 	return -1;
 }
 
-static int unlink_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static void remove_tree(const char *path)
 {
-	nftw(path, unlink_one, 32, FTW_DEPTH | FTW_PHYS);
+	(void)sbx_remove_tree(path);
 }
 
 /* The per-environment lock: mutations exclusive, held across the tool run. */

@@ -5,6 +5,7 @@
 #define SBX_HTTPD_H
 
 #include "../lib/clock.h"
+#include "../lib/hash.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include <sys/types.h>
 
 #define BODY_LIMIT 2000000
+#define SKILL_BODY_LIMIT (64u << 20)
 
 struct config {
 	char host[256];
@@ -80,7 +82,30 @@ struct req {
 	char *body;
 	size_t len;
 	bool too_large;
+	struct upload *upload;       /* PUT /remote-workspace/(transfer-)file */
 };
+
+/* upload.c: a PUT body streamed to a staging file as it arrives, hashed on
+ * the way; never held in memory. Refusals known from the head are kept
+ * and the body is read on and dropped. */
+struct upload {
+	int fd;                      /* the staging file, -1 when refused */
+	char tmp[PATH_MAX];
+	struct sbx_sha256 *sha;
+	unsigned long long bytes, cap; /* cap 0: none */
+	bool over;                   /* more than cap arrived */
+	bool verified;               /* transfer-file */
+	int write_errno;
+	unsigned status;             /* a refusal decided from the head */
+	char error[600];
+};
+bool upload_wanted(const char *method, const char *url);
+struct upload *upload_begin(struct MHD_Connection *conn, const char *url);
+void upload_write(struct upload *u, const char *data, size_t n);
+void upload_free(struct upload *u);
+/* The checks both the head and the end apply: workspace key, path, conflict
+ * and, verified, the metadata headers. 0, or the status with msg. */
+unsigned upload_check(struct MHD_Connection *conn, bool verified, char *msg, size_t msize);
 
 /* Replies. Every body is compact JSON plus a newline with the spec's
  * headers; errors are {"error": message}. */
@@ -88,6 +113,9 @@ enum MHD_Result reply_json(struct req *r, unsigned status, json_t *body);
 enum MHD_Result reply_error(struct req *r, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 const char *query(struct req *r, const char *name);
+size_t request_body_limit(struct req *r);
+/* Raw bytes from fd (closed when sent), application/octet-stream. */
+enum MHD_Result reply_file(struct req *r, int fd, off_t size);
 const char *header(struct req *r, const char *name);
 /* The JSON body (an object), or NULL after a 400 was sent. */
 json_t *body_object(struct req *r, enum MHD_Result *sent);
@@ -117,6 +145,12 @@ enum MHD_Result handle_health(struct req *r);
 enum MHD_Result handle_status(struct req *r);
 enum MHD_Result handle_resources(struct req *r);
 enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
+/* remote.c, snapshots.c, skills.c: remote workspaces (runner-api 5.7). */
+enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
+enum MHD_Result handle_skills(struct req *r, const char *id);
+/* <data>/remote-workspaces/<key> from a raw key (NULL with a 400 sent). */
+bool remote_workspace(struct req *r, const char *raw, bool create, char *dir, size_t size, enum MHD_Result *sent);
+
 /* npu.c: sbx-broker and sbx-npu behind the NPU endpoints. */
 void npu_start(void);
 json_t *npu_capability(void);

@@ -10,6 +10,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/probe_cache.h"
 #include "../lib/run_sandbox.h"
+#include "../lib/tree_remove.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,10 +55,14 @@ static void usage(FILE *out)
 static void prepare_data_dir(const struct config *c)
 {
 	struct sbx_error e;
-	static const char *const subdirs[] = { "projects", "remote-workspaces", "runner-executions", NULL };
+	static const char *const subdirs[] = { "projects", "remote-workspaces", "runner-executions", "runner-uploads",
+					       "remote-snapshots", NULL };
 	char path[PATH_MAX + 64];
 	if (sbx_mkdir_p(c->data_dir, 0755, &e) != 0)
 		sbx_die(&e);
+	/* Uploads the last process was still receiving are dropped. */
+	snprintf(path, sizeof(path), "%s/runner-uploads", c->data_dir);
+	sbx_remove_tree(path);
 	for (int i = 0; subdirs[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", c->data_dir, subdirs[i]);
 		if (sbx_mkdir_p(path, 0755, &e) != 0)

@@ -4,6 +4,7 @@
 #include "request.h"
 #include "../lib/egress_policy.h"
 #include "../lib/npu_select.h"
+#include "../lib/remote_path.h"
 #include "../lib/path.h"
 
 #include <errno.h>
@@ -51,6 +52,19 @@ int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size
 		return fail(msg, msize, "%s",
 			    "Runner executions must be ephemeral; persistent runtimes are no longer supported. Use "
 			    "managed Shell Execution for background tasks");
+	/* A key names <data>/remote-workspaces/<key>, made on demand; the
+	 * read-only parent does not apply to it (runner-api 5.1). */
+	const json_t *key = json_object_get(doc, "runnerWorkspaceKey");
+	if (key && !json_is_null(key)) {
+		char clean[SBX_REMOTE_KEY_MAX + 1], dir[PATH_MAX];
+		if (!sbx_remote_key(json_string_value(key), clean, sizeof(clean)))
+			return fail(msg, msize, "%s", "Invalid remote workspace key");
+		if (sbx_remote_workspace_dir(g_server.cfg.data_dir, clean, true, dir, sizeof(dir)) != 0)
+			return fail(msg, msize, "%s", errno == ELOOP ? "Remote workspace path must not contain symbolic links"
+								   : "Remote workspace directory cannot be created");
+		json_object_del(doc, "readOnlyWorkspaceRoot");
+		return inside_roots(dir, workspace, size, msg, msize);
+	}
 	const char *root = json_string_value(json_object_get(doc, "workspaceRoot"));
 	if (blank(root))
 		return fail(msg, msize, "%s", "workspaceRoot is required");

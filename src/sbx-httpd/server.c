@@ -61,7 +61,7 @@ json_t *body_object(struct req *r, enum MHD_Result *sent)
 {
 	json_error_t err;
 	if (r->too_large) {
-		*sent = reply_error(r, 400, "Request body exceeds the %d byte limit", BODY_LIMIT);
+		*sent = reply_error(r, 400, "Request body exceeds the %zu byte limit", request_body_limit(r));
 		return NULL;
 	}
 	json_t *doc = r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err) : NULL;
@@ -119,6 +119,17 @@ static bool is(struct req *r, const char *method, const char *path)
 	return !strcmp(r->method, method) && !strcmp(r->path, path);
 }
 
+/* Route parameters the upstream matches by pattern (else 404). */
+static bool uuid_like(const char *id)
+{
+	return strlen(id) == 36 && strspn(id, "0123456789abcdef-") == 36;
+}
+
+static bool sha256_like(const char *id)
+{
+	return strlen(id) == 64 && strspn(id, "0123456789abcdef") == 64;
+}
+
 enum MHD_Result route(struct req *r)
 {
 	char id[512] = "";
@@ -170,6 +181,28 @@ enum MHD_Result route(struct req *r)
 	if (get && match(r->path, "/environment-revisions/", "/snapshot", id, sizeof(id)))
 		return handle_environments(r, id, "snapshot");
 
+	/* Remote workspaces and skill packages (remote.c, snapshots.c, skills.c). */
+	if (is(r, "GET", "/remote-workspace/files"))
+		return handle_remote(r, "list", NULL);
+	if (is(r, "POST", "/remote-workspace/files"))
+		return handle_remote(r, "list-post", NULL);
+	if (is(r, "GET", "/remote-workspace/file"))
+		return handle_remote(r, "read", NULL);
+	if (is(r, "PUT", "/remote-workspace/file"))
+		return handle_remote(r, "write", NULL);
+	if (is(r, "PUT", "/remote-workspace/transfer-file"))
+		return handle_remote(r, "transfer", NULL);
+	if (is(r, "DELETE", "/remote-workspace"))
+		return handle_remote(r, "delete", NULL);
+	if (is(r, "POST", "/remote-workspace/snapshots"))
+		return handle_remote(r, "snapshot", NULL);
+	if (get && match(r->path, "/remote-workspace/snapshots/", "/file", id, sizeof(id)) && uuid_like(id))
+		return handle_remote(r, "snapshot-file", id);
+	if (is(r, "POST", "/skill-packages"))
+		return handle_skills(r, NULL);
+	if (get && match(r->path, "/skill-packages/", "", id, sizeof(id)) && sha256_like(id))
+		return handle_skills(r, id);
+
 	/* The NPU broker and devices (npu.c). */
 	if (is(r, "GET", "/npu/workloads"))
 		return handle_npu(r, "workloads", NULL);
@@ -194,7 +227,19 @@ struct conn_state {
 	char *body;
 	size_t len, cap;
 	bool too_large;
+	struct upload *upload;       /* a streamed PUT: the body goes to disk */
 };
+
+/* Skill bundles may be 64 MiB; everything else 2,000,000 bytes. */
+static size_t body_limit(const char *method, const char *url)
+{
+	return !strcmp(method, "POST") && !strcmp(url, "/skill-packages") ? SKILL_BODY_LIMIT : BODY_LIMIT;
+}
+
+size_t request_body_limit(struct req *r)
+{
+	return body_limit(r->method, r->path);
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
@@ -206,12 +251,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!(st = calloc(1, sizeof(*st))))
 			return MHD_NO;
 		*con_cls = st;
+		if (upload_wanted(method, url) && !(st->upload = upload_begin(conn, url)))
+			return MHD_NO;
 		return MHD_YES;
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (st->too_large || st->len + n > BODY_LIMIT) {
+		if (st->upload) {
+			upload_write(st->upload, upload, n);
+			return MHD_YES;
+		}
+		if (st->too_large || st->len + n > body_limit(method, url)) {
 			st->too_large = true; /* read on and drop: the answer is a 400 */
 			return MHD_YES;
 		}
@@ -231,7 +282,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	struct req r = { .conn = conn, .method = method, .path = url, .body = st->body, .len = st->len,
-			 .too_large = st->too_large };
+			 .too_large = st->too_large, .upload = st->upload };
 	return route(&r);
 }
 
@@ -243,6 +294,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct conn_state *st = *con_cls;
 	if (st) {
 		free(st->body);
+		upload_free(st->upload);
 		free(st);
 		*con_cls = NULL;
 	}
