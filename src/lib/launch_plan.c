@@ -40,6 +40,10 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 		setenv_(p, "SSL_CERT_DIR", h->ca_dir);
 	if (s->scratch)
 		setenv_(p, "SBX_SCRATCH", "/scratch");
+	if (s->skills_root) {
+		setenv_(p, "SCIENCEDISCOVERY_SKILLS_DIR", "/skills");
+		setenv_(p, "SCIENCEDISCOVERY_SKILL_EXTENSIONS_DIR", "/skill-extensions");
+	}
 	if (s->channel)
 		setenv_(p, "SBX_CHANNEL_FD", "5");
 	if (s->egress_socket) {
@@ -142,6 +146,12 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	/* The worker's scratch: checkpoints, media and outputs. */
 	if (s->scratch)
 		sbx_strvec_pushl(a, "--bind", s->scratch, "/scratch", NULL);
+
+	/* Skills: the package read-only, the workspace's extensions writable. */
+	if (s->skills_root) {
+		ro_bind(a, s->skills_root, "/skills");
+		sbx_strvec_pushl(a, "--bind", s->skills_ext, "/skill-extensions", NULL);
+	}
 
 	/* Egress: the static bridge and the gateway's socket, nothing else. */
 	if (s->egress_socket) {

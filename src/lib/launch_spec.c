@@ -26,6 +26,11 @@ static const struct sbx_json_field spec_fields[] = {
 	{ "devices", SBX_JSON_ANY, false, true },
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "scratch", SBX_JSON_STRING, false, true },
+	{ "skills", SBX_JSON_OBJECT, false, true },
+};
+static const struct sbx_json_field skills_fields[] = {
+	{ "root", SBX_JSON_STRING, true, false },
+	{ "extensions", SBX_JSON_STRING, true, false },
 };
 static const struct sbx_json_field network_fields[] = {
 	{ "mode", SBX_JSON_STRING, true, false },
@@ -208,6 +213,24 @@ static int parse_environment(const json_t *env, struct sbx_launch_spec *s, struc
 	return s->env_prefix ? 0 : -1;
 }
 
+/* A skill package read-only at /skills, and its writable extensions, a
+ * directory of the workspace, at /skill-extensions. */
+static int parse_skills(const json_t *skills, struct sbx_launch_spec *s, struct sbx_error *e)
+{
+	if (!skills)
+		return 0;
+	if (sbx_json_validate(skills, skills_fields, COUNT(skills_fields), "skills", e) != 0)
+		return -1;
+	if (!s->workspace)
+		return bad(e, "bad-field", "skills", "needs a workspace");
+	if (!(s->skills_root = host_dir(json_string_value(json_object_get(skills, "root")), "skills.root", e)) ||
+	    !(s->skills_ext = host_dir(json_string_value(json_object_get(skills, "extensions")), "skills.extensions", e)))
+		return -1;
+	if (!sbx_path_is_within(s->workspace, s->skills_ext))
+		return bad(e, "bad-path", "skills.extensions", "must be a directory inside the workspace");
+	return 0;
+}
+
 static const json_t *present(const json_t *doc, const char *key)
 {
 	const json_t *v = json_object_get(doc, key);
@@ -249,6 +272,8 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 		s->profile = SBX_SECCOMP_NPU;
 	if ((v = present(doc, "scratch")) && !(s->scratch = host_dir(json_string_value(v), "scratch", e)))
 		return -1;
+	if (parse_skills(present(doc, "skills"), s, e) != 0)
+		return -1;
 	if ((v = present(doc, "tmpSizeBytes"))) {
 		s->tmp_size = json_integer_value(v);
 		if (s->tmp_size < SBX_TMP_SIZE_MIN || s->tmp_size > SBX_TMP_SIZE_MAX)
@@ -272,6 +297,8 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	free(s->cwd_host);
 	free(s->env_prefix);
 	free(s->scratch);
+	free(s->skills_root);
+	free(s->skills_ext);
 	free(s->egress_socket);
 	sbx_launch_devices_free(&s->devices);
 	memset(s, 0, sizeof(*s));

@@ -27,6 +27,8 @@ struct sbx_launch_spec {
 	struct sbx_strvec env_keys, env_values; /* the spec's env, in its order */
 	char *env_prefix;        /* realpath of environment.prefix, or NULL */
 	char *scratch;           /* realpath of scratch (bound at /scratch), or NULL */
+	char *skills_root;       /* a skill package, read-only at /skills, or NULL */
+	char *skills_ext;        /* its extensions (in the workspace) at /skill-extensions */
 	char *egress_socket;     /* domain-allowlist: the gateway's socket, or NULL */
 	struct sbx_launch_devices devices; /* accelerators (sbx-npu's fragment) */
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */

@@ -27,6 +27,7 @@ static const struct sbx_json_field request_fields[] = {
 	{ "network", SBX_JSON_OBJECT, false, true },
 	{ "environment", SBX_JSON_OBJECT, false, true },
 	{ "devices", SBX_JSON_OBJECT, false, true },
+	{ "skills", SBX_JSON_OBJECT, false, true },
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "limits", SBX_JSON_OBJECT, false, true },
 	{ "caps", SBX_JSON_OBJECT, false, true },
@@ -137,7 +138,7 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 	if (!strcmp(r->language, "r") && !managed)
 		return bad(e, "environment", "R execution requires the scientific environment capability (an environment prefix)");
 	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", r->workspace);
-	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "tmpSizeBytes" };
+	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "tmpSizeBytes", "skills" };
 	if (egress_policy(r, e) != 0)
 		return -1;
 	for (size_t i = 0; i < COUNT(passed); i++) {

@@ -8,10 +8,12 @@
 #include "../lib/path.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int fail(char *msg, size_t size, const char *fmt, const char *a)
 {
@@ -83,6 +85,32 @@ static int limit(json_t *doc, const char *key, long long dflt, long long *out, c
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 9007199254740991LL)
 		return fail(msg, msize, "%s must be a non-negative safe integer", key);
 	*out = json_integer_value(v);
+	return 0;
+}
+
+/* skillPackagesRoot: a package this runner holds, read-only at /skills;
+ * <workspace>/.sciencediscovery/skill-extensions (made without following
+ * a symlink) writable at /skill-extensions. */
+static int skills(const json_t *doc, const char *workspace, json_t *run, char *msg, size_t msize)
+{
+	const char *root = json_string_value(json_object_get(doc, "skillPackagesRoot"));
+	char held[PATH_MAX + 32], real_held[PATH_MAX], real[PATH_MAX], ext[PATH_MAX + 64];
+	if (blank(root))
+		return 0;
+	snprintf(held, sizeof(held), "%.3900s/projects/.skill-packages", g_server.cfg.data_dir);
+	if (!realpath(held, real_held) || !realpath(root, real) || !sbx_path_is_within(real_held, real) ||
+	    strchr(real + strlen(real_held) + 1, '/') || !strcmp(real, real_held))
+		return fail(msg, msize, "%s", "skillPackagesRoot must be a skill package held by this runner");
+	int ws = open(workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	const char *leaf;
+	int parent = ws < 0 ? -1 : sbx_beneath_parent(ws, ".sciencediscovery/skill-extensions/x", true, &leaf);
+	if (ws >= 0)
+		close(ws);
+	if (parent < 0)
+		return fail(msg, msize, "%s", "Remote workspace path must not contain symbolic links");
+	close(parent);
+	snprintf(ext, sizeof(ext), "%s/.sciencediscovery/skill-extensions", workspace);
+	json_object_set_new(run, "skills", json_pack("{s:s,s:s}", "root", real, "extensions", ext));
 	return 0;
 }
 
@@ -226,7 +254,8 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 		if (*rel)
 			json_object_set_new(run, "cwd", json_string(rel));
 	}
-	if (network(epoch, x, run, msg, msize) != 0 || npu_devices(doc, run, msg, msize) != 0) {
+	if (network(epoch, x, run, msg, msize) != 0 || npu_devices(doc, run, msg, msize) != 0 ||
+	    skills(doc, workspace, run, msg, msize) != 0) {
 		json_decref(run);
 		return -1;
 	}

@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 	}
 	check_access(spec.ro_parent, R_OK | X_OK, "readOnlyWorkspace", &who);
 	check_access(spec.env_prefix, R_OK | X_OK, "environment.prefix", &who);
+	check_access(spec.skills_root, R_OK | X_OK, "skills.root", &who);
 	if (!(who.switch_user && o.dry_run))
 		check_access(spec.scratch, R_OK | W_OK | X_OK, "scratch", &who);
 	check_access(id.passwd, R_OK, "data directory (identity files)", &who);
