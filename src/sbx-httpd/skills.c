@@ -211,8 +211,9 @@ static enum MHD_Result store(struct req *r)
 	package_id(skills, id);
 	const char *claimed = json_string_value(json_object_get(doc, "id"));
 	if (claimed && strcmp(claimed, id) != 0) {
+		sent = reply_error(r, 400, "Skill package integrity check failed: the package id is %s, not %.80s", id, claimed);
 		json_decref(doc);
-		return reply_error(r, 400, "Skill package integrity check failed: the package id is %s, not %.80s", id, claimed);
+		return sent;
 	}
 	packages_dir(dir, sizeof(dir));
 	snprintf(final, sizeof(final), "%.3900s/%s", dir, id);

@@ -113,11 +113,11 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 		}
 	}
 	const char *raw = json_string_value(json_object_get(doc, "workspace"));
-	bool ok = sbx_remote_key(raw, key, sizeof(key)) && remote_workspace(r, raw, true, dir, sizeof(dir), &sent);
+	bool ok = remote_workspace(r, raw, true, dir, sizeof(dir), &sent) && sbx_remote_key(raw, key, sizeof(key));
 	json_decref(doc);
 	if (!ok) {
 		json_decref(clean);
-		return sbx_remote_key(raw, key, sizeof(key)) ? sent : reply_error(r, 400, "Invalid remote workspace key");
+		return sent;
 	}
 	struct sbx_snap_scan scan = { 0 };
 	struct sbx_error e;

@@ -28,6 +28,12 @@ httpd_start() {
     BASE="http://127.0.0.1:$PORT"
 }
 
+# httpd_stop: stops the server and waits for it; the data dir stays.
+httpd_stop() {
+    kill "$HTTPD_PID" 2>/dev/null || true
+    wait "$HTTPD_PID" 2>/dev/null || true
+}
+
 httpd_teardown() {
     [ -z "${HTTPD_PID:-}" ] || kill "$HTTPD_PID" 2>/dev/null || true
     wait 2>/dev/null || true

@@ -1,0 +1,260 @@
+#!/usr/bin/env bats
+# Remote workspaces over HTTP (runner-api 4 rows 30-38, 5.7, 8 items 16
+# and 23): key and path grammars, symlinks refused with nothing written
+# outside, plain and verified uploads (409 vs 400), quota, listings,
+# snapshots that outlive the workspace, skill packages.
+
+load httpd_helpers
+
+setup() {
+    httpd_setup
+    RW="$WORK/data/remote-workspaces"
+    OUT="$WORK/outside"
+    mkdir -p "$OUT"
+}
+
+teardown() { httpd_teardown; }
+
+# put PATH-QUERY DATA [CURL-ARGS...]: a plain upload of DATA.
+put() {
+    local where=$1 data=$2
+    shift 2
+    printf '%s' "$data" > "$WORK/up.bin"
+    api PUT "/remote-workspace/file?$where" --data-binary @"$WORK/up.bin" "$@"
+}
+
+# vput PATH-QUERY FILE [SIZE] [SHA] [EXEC]: a verified upload of FILE.
+vput() {
+    local size=${3:-$(stat -c %s "$2")} sha=${4:-$(sha256sum < "$2" | cut -d' ' -f1)}
+    api PUT "/remote-workspace/transfer-file?$1" --data-binary @"$2" -H "x-workspace-size: $size" \
+        -H "x-workspace-sha256: $sha" ${5:+-H "x-workspace-executable: $5"}
+}
+
+uploads_left() { ls -A "$WORK/data/runner-uploads" | wc -l; }
+
+@test "workspace keys: every malformed form is 400 and creates nothing; a good key is trimmed and made on demand" {
+    for key in "" "%20%20" "/abs" "a%5Cb" "a//b" "a/./b" "a/../b" "a/" "." ".." "a%20b" "%C3%BC" "$(printf 'k%.0s' {1..501})"; do
+        api GET "/remote-workspace/files?workspace=$key"
+        assert_equal "$status_code $(jq_out .error)" "400 Invalid remote workspace key"
+    done
+    assert_equal "$(ls -A "$RW")" ""
+    api GET "/remote-workspace/files?workspace=%20team/a.b_c-1%20"
+    assert_equal "$status_code $output" "200 []"
+    [ -d "$RW/team/a.b_c-1" ]
+}
+
+@test "a symlink anywhere on the key's path, or remote-workspaces itself a symlink, is refused" {
+    ln -s "$OUT" "$RW/link"
+    api GET "/remote-workspace/files?workspace=link/x"
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
+    put "workspace=link/x&path=f" data
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
+    assert_equal "$(ls -A "$OUT")" ""
+    mv "$RW" "$WORK/real-rw" && ln -s "$WORK/real-rw" "$RW"
+    api GET "/remote-workspace/files?workspace=w"
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
+    signed /execute-shell "$(shell_request k1 'true' '{"runnerWorkspaceKey": "w"}')"
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
+}
+
+@test "file paths: each malformed form is 400 for reads and writes" {
+    for p in "" "/etc/passwd" "a/../b" "a//b" "./a" "a/" "a%5Cb" "$(printf 'p%.0s' {1..2001})"; do
+        api GET "/remote-workspace/file?workspace=w&path=$p"
+        assert_equal "$status_code $(jq_out .error)" "400 Invalid remote workspace path"
+        put "workspace=w&path=$p" x
+        assert_equal "$status_code $(jq_out .error)" "400 Invalid remote workspace path"
+    done
+    assert_equal "$(uploads_left)" 0
+}
+
+@test "plain upload: 201, then 409 under reject, replaced under overwrite; concurrent creators get one 201" {
+    put "workspace=w&path=dir/a.txt" one
+    assert_equal "$status_code $output" '201 {"path":"dir/a.txt","size":3}'
+    put "workspace=w&path=dir/a.txt" two
+    assert_equal "$status_code $(jq_out .error)" "409 Remote workspace file already exists"
+    put "workspace=w&path=dir/a.txt&conflict=overwrite" three
+    assert_equal "$status_code $(cat "$RW/w/dir/a.txt")" "201 three"
+    put "workspace=w&path=dir/a.txt&conflict=maybe" x
+    assert_equal "$status_code" 400
+    # Eight creators of one new path: the link is atomic, so one wins.
+    for i in 1 2 3 4 5 6 7 8; do
+        curl -s -o /dev/null -w '%{http_code}\n' -X PUT -H "authorization: Bearer $TOKEN" --data-binary "c$i" \
+            "$BASE/remote-workspace/file?workspace=w&path=race.txt" > "$WORK/race.$i" &
+    done
+    wait $(jobs -p | grep -v "^$HTTPD_PID$") 2>/dev/null || true
+    assert_equal "$(cat "$WORK"/race.* | sort | uniq -c | tr -s ' ' | sed 's/^ //' | tr '\n' '|')" "1 201|7 409|"
+    assert_equal "$(uploads_left)" 0
+}
+
+@test "writes refuse a symlinked parent or target and write nothing outside; reads resolve and must stay inside" {
+    mkdir -p "$RW/w"
+    ln -s "$OUT" "$RW/w/dir"
+    echo secret > "$OUT/target"
+    ln -s "$OUT/target" "$RW/w/t"
+    put "workspace=w&path=dir/x" data
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
+    put "workspace=w&path=t&conflict=overwrite" data
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
+    vput "workspace=w&path=dir/y" "$FIXTURES/fake-npu-smi"
+    assert_equal "$status_code" 400
+    assert_equal "$(ls -A "$OUT") $(cat "$OUT/target")" "target secret"
+    api GET "/remote-workspace/file?workspace=w&path=t"
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path escapes the workspace: t"
+    echo inside > "$RW/w/real.txt"
+    ln -s real.txt "$RW/w/alias"
+    api GET "/remote-workspace/file?workspace=w&path=alias"
+    assert_equal "$status_code $output" "200 inside"
+    api GET "/remote-workspace/file?workspace=w&path=nope"
+    assert_equal "$status_code" 400
+    assert_equal "$(uploads_left)" 0
+}
+
+@test "listing: sorted by path, symlinks skipped, directories expanded, at most 50 paths" {
+    mkdir -p "$RW/w/b/c" "$RW/w/a"
+    printf 12 > "$RW/w/b/c/f2"; printf 1 > "$RW/w/a/f1"; printf 123 > "$RW/w/z"
+    ln -s z "$RW/w/link"
+    api GET "/remote-workspace/files?workspace=w"
+    assert_equal "$(jq -c '[.[] | [.path, .size]]' <<<"$output")" '[["a/f1",1],["b/c/f2",2],["z",3]]'
+    [[ "$(jq_out '.[0].modifiedAt')" =~ ^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z$ ]]
+    api POST /remote-workspace/files --data-binary '{"workspace":"w","paths":["b","link","z"]}'
+    assert_equal "$(jq -c '[.[].path]' <<<"$output")" '["b/c/f2","z"]'
+    api POST /remote-workspace/files --data-binary "$(jq -cn '{workspace: "w", paths: [range(51) | "p\(.)"]}')"
+    assert_equal "$status_code" 400
+}
+
+@test "quota on upload: total - replaced + incoming; a body over the limit is refused" {
+    httpd_stop
+    httpd_start SCIENCE_AGENT_MAX_WORKSPACE_BYTES=1000
+    head -c 600 /dev/zero > "$WORK/600"
+    api PUT "/remote-workspace/file?workspace=q&path=a" --data-binary @"$WORK/600"
+    assert_equal "$status_code" 201
+    api PUT "/remote-workspace/file?workspace=q&path=b" --data-binary @"$WORK/600"
+    assert_equal "$status_code" 400
+    [[ "$(jq_out .error)" == "Workspace exceeds the 1000 byte quota"* ]]
+    head -c 900 /dev/zero > "$WORK/900"
+    api PUT "/remote-workspace/file?workspace=q&path=a&conflict=overwrite" --data-binary @"$WORK/900"
+    assert_equal "$status_code" 201
+    head -c 1001 /dev/zero > "$WORK/1001"
+    api PUT "/remote-workspace/file?workspace=q&path=c" --data-binary @"$WORK/1001"
+    assert_equal "$status_code $(jq_out .error)" "400 Request body exceeds the 1000 byte limit"
+    [ ! -e "$RW/q/b" ] && [ ! -e "$RW/q/c" ]
+    assert_equal "$(uploads_left)" 0
+}
+
+@test "verified upload: metadata checked, a corrupt or short body publishes nothing, collision is 400, exec bits kept" {
+    printf '#!/bin/sh\necho hi\n' > "$WORK/run.sh"
+    sha=$(sha256sum < "$WORK/run.sh" | cut -d' ' -f1)
+    for bad in "size=-1" "size=1.5" "size=9007199254740992" "sha=${sha^^}" "sha=abc" "exec=2" "exec=x" "exec=0o111"; do
+        size=$(stat -c %s "$WORK/run.sh"); s=$sha; x=""
+        case $bad in size=*) size=${bad#size=} ;; sha=*) s=${bad#sha=} ;; exec=*) x=${bad#exec=} ;; esac
+        vput "workspace=v&path=run.sh" "$WORK/run.sh" "$size" "$s" "$x"
+        assert_equal "$bad: $status_code $(jq_out .error)" "$bad: 400 Invalid verified upload metadata"
+    done
+    vput "workspace=v&path=run.sh&conflict=nope" "$WORK/run.sh"
+    assert_equal "$status_code $(jq_out .error)" "400 Invalid verified upload metadata"
+    printf '#!/bin/sh\necho HI\n' > "$WORK/corrupt"
+    vput "workspace=v&path=run.sh" "$WORK/corrupt" "" "$sha"
+    assert_equal "$status_code $(jq_out .error)" "400 Verified upload content does not match x-workspace-sha256"
+    vput "workspace=v&path=run.sh" "$WORK/run.sh" 5 "$sha"
+    assert_equal "$status_code $(jq_out .error)" "400 Verified upload size does not match x-workspace-size"
+    [ ! -e "$RW/v/run.sh" ]
+    assert_equal "$(uploads_left)" 0
+    vput "workspace=v&path=bin/run.sh" "$WORK/run.sh" "" "" 73
+    assert_equal "$status_code $(jq -c . <<<"$output")" "201 {\"path\":\"bin/run.sh\",\"size\":18,\"sha256\":\"$sha\"}"
+    assert_equal "$(stat -c %a "$RW/v/bin/run.sh")" 755
+    vput "workspace=v&path=bin/run.sh" "$WORK/run.sh"
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace file already exists"
+    vput "workspace=v&path=bin/run.sh&conflict=overwrite" "$WORK/run.sh"
+    assert_equal "$status_code $(stat -c %a "$RW/v/bin/run.sh")" "201 644"
+}
+
+@test "a streamed 64 MiB verified upload lands byte for byte" {
+    head -c $((64 << 20)) /dev/urandom > "$WORK/big"
+    vput "workspace=big&path=big.bin" "$WORK/big"
+    assert_equal "$status_code" 201
+    cmp "$WORK/big" "$RW/big/big.bin"
+}
+
+@test "snapshots: immutable, survive deletion, only the owner's selected paths read back" {
+    put "workspace=s&path=keep/a.txt" alpha
+    put "workspace=s&path=other.txt" beta
+    vput "workspace=s&path=tool.sh" "$FIXTURES/fake-npu-smi" "" "" 73
+    api POST /remote-workspace/snapshots --data-binary '{"workspace":"s","paths":["keep","tool.sh"]}'
+    assert_equal "$status_code" 201
+    id=$(jq_out .id)
+    [[ "$id" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]]
+    assert_equal "$(jq -c '[.workspace, [.files[] | [.path, .size, .executable]]]' <<<"$output")" \
+        "[\"s\",[[\"keep/a.txt\",5,false],[\"tool.sh\",$(stat -c %s "$FIXTURES/fake-npu-smi"),true]]]"
+    assert_equal "$(jq -r '.files[0].sha256' <<<"$output")" "$(printf alpha | sha256sum | cut -d' ' -f1)"
+    put "workspace=s&path=keep/a.txt&conflict=overwrite" changed
+    api DELETE "/remote-workspace?workspace=s"
+    assert_equal "$status_code $output" '200 {"deleted":true}'
+    [ ! -e "$RW/s" ]
+    api GET "/remote-workspace/snapshots/$id/file?workspace=s&path=keep/a.txt"
+    assert_equal "$status_code $output" "200 alpha"
+    api GET "/remote-workspace/snapshots/$id/file?workspace=s&path=other.txt"
+    assert_equal "$status_code $(jq_out .error)" "400 The path was not selected in this snapshot: other.txt"
+    api GET "/remote-workspace/snapshots/$id/file?workspace=t&path=keep/a.txt"
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace snapshot not found"
+    api GET "/remote-workspace/snapshots/00000000-0000-4000-8000-000000000000/file?workspace=s&path=keep/a.txt"
+    assert_equal "$status_code" 400
+    api GET "/remote-workspace/snapshots/not-a-uuid/file?workspace=s&path=keep/a.txt"
+    assert_equal "$status_code" 404
+    api POST /remote-workspace/snapshots --data-binary "$(jq -cn '{workspace: "s", paths: [range(51) | "p\(.)"]}')"
+    assert_equal "$status_code" 400
+}
+
+# skill_bundle FILE...: a bundle of one skill "demo" (revision 2, version
+# 0.1) with FILE=CONTENT pairs; the package id computed here, in Python,
+# independently of the server, is printed on fd 3 via $WORK/expected-id.
+skill_bundle() {
+    python3 - "$@" <<'PY' 3>"$WORK/expected-id"
+import base64, hashlib, json, os, sys
+files = [a.split("=", 1) for a in sys.argv[1:]]
+files = [(p, c.encode()) for p, c in files]
+h = hashlib.sha256()
+for p, c in sorted(files):
+    h.update(("%d:%s:%d:" % (len(p.encode()), p, len(c))).encode() + c)
+skill = {"id": "demo", "revision": 2, "version": "0.1", "hash": h.hexdigest(),
+         "files": [{"path": p, "content": base64.b64encode(c).decode(), "size": len(c),
+                    "hash": hashlib.sha256(c).hexdigest()} for p, c in files]}
+manifest = json.dumps([{"hash": skill["hash"], "id": "demo", "revision": 2, "version": "0.1"}], separators=(",", ":"))
+os.write(3, hashlib.sha256(manifest.encode()).hexdigest().encode())
+print(json.dumps({"skills": [skill]}))
+PY
+}
+
+@test "skill packages: the id is the canonical manifest's SHA-256; every integrity rule refuses" {
+    bundle=$(skill_bundle "SKILL.md=# Demo" "scripts/run.py=print(1)")
+    api POST /skill-packages --data-binary "$bundle"
+    assert_equal "$status_code $(jq_out .id)" "200 $(cat "$WORK/expected-id")"
+    root=$(jq_out .root)
+    assert_equal "$root" "$WORK/data/projects/.skill-packages/$(cat "$WORK/expected-id")"
+    assert_equal "$(cat "$root/demo/scripts/run.py")" "print(1)"
+    api GET "/skill-packages/$(cat "$WORK/expected-id")"
+    assert_equal "$(jq_out .root)" "$root"
+    api GET "/skill-packages/$(printf 'a%.0s' {1..64})"
+    assert_equal "$status_code $(jq -c 'has("root")' <<<"$output")" "200 false"
+    api GET /skill-packages/not-hex
+    assert_equal "$status_code" 404
+    refuse() { api POST /skill-packages --data-binary "$1"; assert_equal "$status_code" 400; [[ "$(jq_out .error)" == "Skill package integrity check failed: "* ]] || fail "refused otherwise: $output"; }
+    refuse "$(skill_bundle "README.md=x")"
+    refuse "$(jq -c '.skills[0].files[0].content = "IyBEZW0" | .skills[0].files[0].size = 5' <<<"$bundle")"
+    refuse "$(jq -c '.skills[0].files[0].content = "IyBEZW1=" | .skills[0].files[0].size = 5' <<<"$bundle")"
+    refuse "$(jq -c '.skills[0].hash = "00"' <<<"$bundle")"
+    refuse "$(jq -c '.skills[0].id = "Bad_Id"' <<<"$bundle")"
+    refuse "$(jq -c '.skills[0].revision = 0' <<<"$bundle")"
+    refuse "$(jq -c '.skills[0].files[1].path = "../x"' <<<"$bundle")"
+    refuse "$(jq -c '.id = "0000"' <<<"$bundle")"
+    refuse '{"skills": []}'
+}
+
+@test "executions on a runnerWorkspaceKey run there, without the read-only parent" {
+    signed /execute-shell "$(shell_request k1 'pwd; echo made > made.txt; ls /parent_workspace 2>&1 | head -1' "{\"runnerWorkspaceKey\": \"team/k1\", \"readOnlyWorkspaceRoot\": \"$PROJECT\"}")"
+    assert_equal "$status_code" 200
+    assert_equal "$(jq_out .stdout | head -1)" /workspace
+    assert_equal "$(cat "$RW/team/k1/made.txt")" made
+    refute_output --partial "parent_workspace/"
+    signed /execute-shell "$(shell_request k2 'true' '{"runnerWorkspaceKey": "../x"}')"
+    assert_equal "$status_code $(jq_out .error)" "400 Invalid remote workspace key"
+}
