@@ -203,10 +203,12 @@ json_t *broker_cancel(struct broker *b, const char *id, const char *session, str
 			sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
 			sqlite3_step(st);
 			sqlite3_finalize(st);
-			broker_poke_drainer(b);
 		}
+		/* The job as it is now (a running one still running), then the poke. */
 		json_decref(job);
 		job = broker_job_json(b, id, false);
+		if (!was_queued)
+			broker_poke_drainer(b);
 	}
 	return job;
 }
