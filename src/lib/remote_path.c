@@ -1,15 +1,18 @@
-/* remote_path.c — key and path grammars, and the no-symlink walk: each
- * directory opened with O_DIRECTORY | O_NOFOLLOW from the previous one,
- * which is what openat2's RESOLVE_NO_SYMLINKS guarantees, on any kernel. */
+/* remote_path.c — key and path grammars, and the no-symlink parent: one
+ * openat2 (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) where the kernel has it,
+ * else (or to create directories) a walk opening each directory with
+ * O_DIRECTORY | O_NOFOLLOW from the previous one: the same guarantee. */
 #include "remote_path.h"
 #include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static bool segments_ok(const char *s, bool strict_chars)
@@ -78,8 +81,37 @@ static int step(int dirfd, const char *name, bool create)
 	return fd;
 }
 
+/* openat2 where the kernel has it: the parent in one call, no symlink and
+ * nothing outside rootfd on the way. -2 when the walk must do it (no
+ * openat2, or a directory to create). */
+static int parent_by_openat2(int rootfd, const char *rel, bool create)
+{
+	const char *slash = strrchr(rel, '/');
+	if (!slash)
+		return fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	char dir[4096];
+	if ((size_t)(slash - rel) >= sizeof(dir))
+		return errno = ENAMETOOLONG, -1;
+	memcpy(dir, rel, (size_t)(slash - rel));
+	dir[slash - rel] = '\0';
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, rootfd, dir, &how, sizeof(how));
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOSYS || (errno == ENOENT && create))
+		return -2;
+	return -1;
+}
+
 int sbx_beneath_parent(int rootfd, const char *rel, bool create, const char **leaf)
 {
+	int direct = parent_by_openat2(rootfd, rel, create);
+	if (direct != -2) {
+		const char *slash = strrchr(rel, '/');
+		*leaf = slash ? slash + 1 : rel;
+		return direct;
+	}
 	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
 	const char *p = rel;
 	char name[256];

@@ -188,7 +188,7 @@ static enum MHD_Result publish(struct req *r, struct upload *u)
 	if (root >= 0)
 		close(root);
 	if (parent < 0)
-		return reply_error(r, 400, "%s", saved == ELOOP || saved == ENOTDIR
+		return reply_error(r, 400, "%s", saved == ELOOP || saved == ENOTDIR || saved == EXDEV
 							 ? "Remote workspace path must not contain symbolic links"
 							 : "Remote workspace path cannot be created");
 	struct stat st;

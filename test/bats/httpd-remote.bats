@@ -55,6 +55,13 @@ uploads_left() { ls -A "$WORK/data/runner-uploads" | wc -l; }
     assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
     signed /execute-shell "$(shell_request k1 'true' '{"runnerWorkspaceKey": "w"}')"
     assert_equal "$status_code $(jq_out .error)" "400 Remote workspace path must not contain symbolic links"
+    # A workspaceRoot below the symlinked root is outside every root (item 23).
+    mkdir -p "$WORK/real-rw/direct"
+    signed /execute-shell "$(jq -c --arg ws "$RW/direct" '.workspaceRoot = $ws' <<<"$(shell_request k2 'true')")"
+    assert_equal "$status_code $(jq_out .error)" "400 Runner workspace must be inside the configured projects or remote-workspaces directory"
+    ln -s "$OUT" "$PROJECT/escape"
+    signed /execute-shell "$(jq -c --arg ws "$PROJECT/escape" '.workspaceRoot = $ws' <<<"$(shell_request k3 'true')")"
+    assert_equal "$status_code $(jq_out .error)" "400 Runner workspace must be inside the configured projects or remote-workspaces directory"
 }
 
 @test "file paths: each malformed form is 400 for reads and writes" {
