@@ -2,6 +2,7 @@
  * with the session check, and cancelling: a queued job at once, a
  * running one through its drainer (SIGTERM, SIGKILL after 2 s). */
 #include "broker.h"
+#include "../lib/uuid.h"
 #include "../lib/clock.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 static json_t *refuse(struct sbx_error *e, const char *code, const char *message)
 {
@@ -22,17 +22,6 @@ static json_t *refuse(struct sbx_error *e, const char *code, const char *message
 static char *trim_copy(const char *s)
 {
 	return s ? sbx_trim_dup(s, strlen(s)) : NULL;
-}
-
-static void new_uuid(char out[37])
-{
-	unsigned char r[16];
-	if (getrandom(r, sizeof(r), 0) != sizeof(r))
-		memset(r, 0, sizeof(r));
-	r[6] = (r[6] & 0x0f) | 0x40;
-	r[8] = (r[8] & 0x3f) | 0x80;
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
-		 r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 }
 
 /* Ids name log files: letters, digits, '.', '_', '-', not starting with '.'. */
@@ -129,7 +118,7 @@ json_t *broker_submit(struct broker *b, const json_t *req, struct sbx_error *e)
 		goto out;
 	const char *asked = json_string_value(json_object_get(req, "jobId"));
 	char uuid[37];
-	new_uuid(uuid);
+	sbx_uuid4("", uuid, sizeof(uuid));
 	id = asked ? trim_copy(asked) : strdup(uuid);
 	if (id && !*id) {
 		free(id);

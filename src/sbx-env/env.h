@@ -35,7 +35,6 @@ int env_catalog_save(struct envctx *c, struct sbx_error *e);
 int env_lock(struct envctx *c, bool exclusive, struct sbx_error *e);
 void env_unlock(struct envctx *c);
 json_t *env_find(struct envctx *c, const char *kind, const char *id);
-void env_new_id(const char *prefix, char *out, size_t size);
 /* ids checked before any path is built from them */
 bool env_safe_env_id(const char *id);
 bool env_safe_rev_id(const char *id);

@@ -2,6 +2,7 @@
  * cloned from a base, deleted (revisions kept for audit), resolved for an
  * execution, and their snapshot bytes re-hashed on the way out. */
 #include "env.h"
+#include "../lib/uuid.h"
 #include "../lib/tree_remove.h"
 #include "../lib/atomic_file.h"
 #include "../lib/env_lease.h"
@@ -56,7 +57,7 @@ int env_bootstrap_starter(struct envctx *c, const char *language, struct sbx_err
 	if (c->n_channels == 0)
 		return env_fail(e, SBX_EXIT_USAGE, "%s", "Scientific environments require at least one allowed package channel");
 	char runtime[64];
-	env_new_id("rev-", runtime, sizeof(runtime));
+	sbx_uuid4("rev-", runtime, sizeof(runtime));
 	env_prefix_path(c, id, runtime, rev_dir, sizeof(rev_dir));
 	const char *args[48] = { "create", "--yes" };
 	int n = 2;
@@ -145,8 +146,8 @@ json_t *env_create(struct envctx *c, const char *raw_name, const char *language,
 		env_fail(e, SBX_EXIT_USAGE, "Base environment is not ready: %s", base_id);
 		return NULL;
 	}
-	env_new_id("task-", id, sizeof(id));
-	env_new_id("rev-", runtime, sizeof(runtime));
+	sbx_uuid4("task-", id, sizeof(id));
+	sbx_uuid4("rev-", runtime, sizeof(runtime));
 	env_prefix_path(c, id, runtime, prefix, sizeof(prefix));
 	env_prefix_path(c, base_id, sbx_json_string_or(b, "runtimeRevisionId", sbx_json_string_or(b, "currentRevisionId", "")),
 			base_prefix, sizeof(base_prefix));

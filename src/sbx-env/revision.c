@@ -2,6 +2,7 @@
  * list, Python's distributions, R's libraries), the immutable v2 snapshot,
  * and the exact command it came from. */
 #include "env.h"
+#include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
 #include "../lib/env_lease.h"
 #include "../lib/exitcodes.h"
@@ -128,7 +129,7 @@ json_t *env_record_revision(struct envctx *c, json_t *env, const char *prefix, j
 	json_t *rlibs = r_inventory(c, prefix, e);
 	const char *language = json_string_value(json_object_get(env, "language"));
 	char rev[64], now[32], plat[64], version[64] = "unknown";
-	env_new_id("rev-", rev, sizeof(rev));
+	sbx_uuid4("rev-", rev, sizeof(rev));
 	env_now(now);
 	platform(plat, sizeof(plat));
 	json_t *packages = json_array();

@@ -1,6 +1,7 @@
 /* store.c — the layout under <data>/scientific-envs, the catalog (pretty
  * JSON, saved atomically, 0600) and its lock, ids and prefix paths. */
 #include "env.h"
+#include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
 #include "../lib/clock.h"
 #include "../lib/datadir.h"
@@ -152,17 +153,6 @@ json_t *env_find(struct envctx *c, const char *kind, const char *id)
 		if (!strcmp(sbx_json_string_or(v, "id", ""), id))
 			return v;
 	return NULL;
-}
-
-void env_new_id(const char *prefix, char *out, size_t size)
-{
-	unsigned char b[16];
-	if (getrandom(b, sizeof(b), 0) != sizeof(b))
-		memset(b, 0, sizeof(b));
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	snprintf(out, size, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix, b[0], b[1],
-		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 static bool hex_dashes(const char *s)

@@ -2,6 +2,7 @@
  * path, contained by realpath, a regular file, hashed before and after
  * its copy into wheels/<sha256>/<filename>; pip only ever sees that copy. */
 #include "env.h"
+#include "../lib/uuid.h"
 #include "../lib/exitcodes.h"
 #include "../lib/path.h"
 
@@ -93,7 +94,7 @@ int env_store_wheel(struct envctx *c, const char *workspace, const char *rel, js
 		return fail(e, "Local wheel cannot be read: %s", rel);
 	}
 	char uuid[48];
-	env_new_id("", uuid, sizeof(uuid));
+	sbx_uuid4("", uuid, sizeof(uuid));
 	snprintf(incoming, sizeof(incoming), "%s/wheels/.incoming-%s.whl", c->root, uuid);
 	int dst = open(incoming, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	int rc = dst >= 0 ? hash_fd(src, dst, second, &copied_size) : -1;

@@ -150,6 +150,11 @@ enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
 enum MHD_Result handle_skills(struct req *r, const char *id);
 /* <data>/remote-workspaces/<key> from a raw key (NULL with a 400 sent). */
 bool remote_workspace(struct req *r, const char *raw, bool create, char *dir, size_t size, enum MHD_Result *sent);
+/* A request's paths (null: all) as clean relative paths in *clean (NULL:
+ * all); false with a 400 sent. remote_selected: path is one of them or
+ * below one. */
+bool remote_paths(struct req *r, const json_t *paths, json_t **clean, enum MHD_Result *sent);
+bool remote_selected(const char *path, const json_t *clean);
 
 /* npu.c: sbx-broker and sbx-npu behind the NPU endpoints. */
 void npu_start(void);

@@ -18,7 +18,47 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LIST_PATHS_MAX 50
+#define PATHS_MAX 50
+
+bool remote_paths(struct req *r, const json_t *paths, json_t **clean, enum MHD_Result *sent)
+{
+	*clean = NULL;
+	if (!paths || json_is_null(paths))
+		return true;
+	if (!json_is_array(paths) || json_array_size(paths) > PATHS_MAX) {
+		*sent = reply_error(r, 400, "paths must be an array of at most %d workspace paths", PATHS_MAX);
+		return false;
+	}
+	*clean = json_array();
+	size_t i;
+	json_t *p;
+	json_array_foreach(paths, i, p) {
+		char rel[SBX_REMOTE_PATH_MAX + 1];
+		if (!sbx_remote_rel_path(json_string_value(p), rel, sizeof(rel))) {
+			json_decref(*clean);
+			*clean = NULL;
+			*sent = reply_error(r, 400, "Invalid remote workspace path");
+			return false;
+		}
+		json_array_append_new(*clean, json_string(rel));
+	}
+	return true;
+}
+
+bool remote_selected(const char *path, const json_t *clean)
+{
+	size_t i;
+	json_t *p;
+	if (!clean)
+		return true;
+	json_array_foreach(clean, i, p) {
+		const char *rel = json_string_value(p);
+		size_t n = strlen(rel);
+		if (!strcmp(path, rel) || (!strncmp(path, rel, n) && path[n] == '/'))
+			return true;
+	}
+	return false;
+}
 
 bool remote_workspace(struct req *r, const char *raw, bool create, char *dir, size_t size, enum MHD_Result *sent)
 {
@@ -50,34 +90,20 @@ static enum MHD_Result list(struct req *r, const char *raw_key, const json_t *pa
 	enum MHD_Result sent;
 	struct sbx_snap_scan scan = { 0 };
 	struct sbx_error e;
-	if (paths && (!json_is_array(paths) || json_array_size(paths) > LIST_PATHS_MAX))
-		return reply_error(r, 400, "paths must be an array of at most %d workspace paths", LIST_PATHS_MAX);
-	if (!remote_workspace(r, raw_key, true, dir, sizeof(dir), &sent))
+	json_t *clean;
+	if (!remote_paths(r, paths, &clean, &sent))
 		return sent;
-	if (sbx_snap_scan(dir, &scan, &e) != 0)
-		return reply_error(r, 400, "%s", e.message);
-	json_t *out = json_array();
-	for (size_t i = 0; i < scan.len; i++) {
-		const struct sbx_snap_entry *en = &scan.v[i];
-		if (en->type != SBX_ENTRY_FILE)
-			continue;
-		bool wanted = !paths;
-		size_t k;
-		json_t *p;
-		json_array_foreach(paths, k, p) {
-			char rel[SBX_REMOTE_PATH_MAX + 1];
-			if (!sbx_remote_rel_path(json_string_value(p), rel, sizeof(rel))) {
-				json_decref(out);
-				sbx_snap_scan_free(&scan);
-				return reply_error(r, 400, "Invalid remote workspace path");
-			}
-			size_t n = strlen(rel);
-			wanted = wanted || !strcmp(en->path, rel) || (!strncmp(en->path, rel, n) && en->path[n] == '/');
-		}
-		if (wanted)
-			json_array_append_new(out, file_entry(en));
+	bool found = remote_workspace(r, raw_key, true, dir, sizeof(dir), &sent);
+	if (!found || sbx_snap_scan(dir, &scan, &e) != 0) {
+		json_decref(clean);
+		return found ? reply_error(r, 400, "%s", e.message) : sent;
 	}
+	json_t *out = json_array();
+	for (size_t i = 0; i < scan.len; i++)
+		if (scan.v[i].type == SBX_ENTRY_FILE && remote_selected(scan.v[i].path, clean))
+			json_array_append_new(out, file_entry(&scan.v[i]));
 	sbx_snap_scan_free(&scan);
+	json_decref(clean);
 	return reply_json(r, 200, out);
 }
 

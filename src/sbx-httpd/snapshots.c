@@ -3,6 +3,7 @@
  * while hashed, a manifest per snapshot; reads serve only the owning
  * workspace's selected paths, whatever became of the live workspace. */
 #include "httpd.h"
+#include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
@@ -14,11 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SNAPSHOT_PATHS_MAX 50
 #define COPY_CHUNK (1u << 20)
 
 static void store_dir(char *out, size_t size, const char *leaf)
@@ -58,32 +57,6 @@ static int store_object(int in, char sha[SBX_SHA256_HEX_LEN + 1])
 	return rc;
 }
 
-static void new_uuid(char out[37])
-{
-	unsigned char b[16];
-	if (getrandom(b, sizeof(b), 0) != sizeof(b))
-		memset(b, 0, sizeof(b));
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-		 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-}
-
-static bool selected(const char *path, const json_t *paths)
-{
-	size_t i;
-	json_t *p;
-	if (!paths)
-		return true;
-	json_array_foreach(paths, i, p) {
-		const char *rel = json_string_value(p);
-		size_t n = strlen(rel);
-		if (!strcmp(path, rel) || (!strncmp(path, rel, n) && path[n] == '/'))
-			return true;
-	}
-	return false;
-}
-
 enum MHD_Result remote_snapshot_create(struct req *r)
 {
 	enum MHD_Result sent;
@@ -91,26 +64,10 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 	json_t *doc = body_object(r, &sent);
 	if (!doc)
 		return sent;
-	json_t *paths = json_object_get(doc, "paths"), *clean = NULL;
-	if (json_is_null(paths))
-		paths = NULL;
-	if (paths && (!json_is_array(paths) || json_array_size(paths) > SNAPSHOT_PATHS_MAX)) {
+	json_t *clean;
+	if (!remote_paths(r, json_object_get(doc, "paths"), &clean, &sent)) {
 		json_decref(doc);
-		return reply_error(r, 400, "paths must be an array of at most %d workspace paths", SNAPSHOT_PATHS_MAX);
-	}
-	if (paths) {
-		clean = json_array();
-		size_t i;
-		json_t *p;
-		json_array_foreach(paths, i, p) {
-			char rel[SBX_REMOTE_PATH_MAX + 1];
-			if (!sbx_remote_rel_path(json_string_value(p), rel, sizeof(rel))) {
-				json_decref(clean);
-				json_decref(doc);
-				return reply_error(r, 400, "Invalid remote workspace path");
-			}
-			json_array_append_new(clean, json_string(rel));
-		}
+		return sent;
 	}
 	const char *raw = json_string_value(json_object_get(doc, "workspace"));
 	bool ok = remote_workspace(r, raw, true, dir, sizeof(dir), &sent) && sbx_remote_key(raw, key, sizeof(key));
@@ -130,7 +87,7 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 	json_t *files = json_array();
 	for (size_t i = 0; i < scan.len && ok; i++) {
 		const struct sbx_snap_entry *en = &scan.v[i];
-		if (en->type != SBX_ENTRY_FILE || !selected(en->path, clean))
+		if (en->type != SBX_ENTRY_FILE || !remote_selected(en->path, clean))
 			continue;
 		char sha[SBX_SHA256_HEX_LEN + 1];
 		struct stat st;
@@ -150,7 +107,7 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 		json_decref(files);
 		return reply_error(r, 400, "Cannot snapshot the remote workspace: a file changed or vanished while it was read");
 	}
-	new_uuid(id);
+	sbx_uuid4("", id, sizeof(id));
 	sbx_iso_time(sbx_wall_ms(), when);
 	json_t *snap = json_pack("{s:s,s:s,s:s,s:o}", "id", id, "workspace", key, "capturedAt", when, "files", files);
 	char *text = json_dumps(snap, JSON_COMPACT);
