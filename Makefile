@@ -35,7 +35,7 @@ UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
 
-.PHONY: all deps check run install uninstall clean bench fuzz help FORCE
+.PHONY: all deps check lint run install uninstall clean bench fuzz help FORCE
 all: $(PROGRAMS) $(MANPAGES)
 
 help:
@@ -46,6 +46,7 @@ help:
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make bench      benchmarks, printed as ratios against an anchor"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)"
+	@echo "make lint       cppcheck and clang-tidy (.clang-tidy) over src/; any finding fails"
 
 deps:
 	@sh mk/deps.sh
@@ -110,6 +111,9 @@ build/man/%: man/%.scd
 check: deps
 	@$(MAKE) --no-print-directory all $(UNITS)
 	@sh test/run.sh
+
+lint:
+	@sh mk/lint.sh
 
 run: $(PROGRAMS)
 	@sh mk/run.sh

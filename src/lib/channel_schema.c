@@ -28,7 +28,7 @@ static const struct sbx_json_field media_f[] = { F("type", STRING, true), F("pat
 static const struct sbx_json_field result_f[] = { F("type", STRING, true), F("summary", ANY, false) };
 static const struct sbx_json_field error_f[] = { F("type", STRING, true), F("message", STRING, true), F("code", STRING, false) };
 
-#define ROW(t, f, term) { t, f, sizeof(f) / sizeof(f[0]), term }
+#define ROW(t, f, term) { t, f, sizeof(f) / sizeof((f)[0]), term }
 static const struct {
 	const char *type;
 	const struct sbx_json_field *fields;

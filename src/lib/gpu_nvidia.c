@@ -19,7 +19,7 @@ static void bus_key(const char *bus, char out[13])
 	size_t n = strlen(bus);
 	const char *tail = n > 12 ? bus + n - 12 : bus;
 	size_t i = 0;
-	for (; tail[i] && i < 12; i++)
+	for (; i < 12 && tail[i]; i++)
 		out[i] = (char)tolower((unsigned char)tail[i]);
 	out[i] = '\0';
 }
@@ -127,7 +127,7 @@ json_t *sbx_gpu_nvidia_parse(const char *proc_root, const char *query)
 	}
 	if (d)
 		closedir(d);
-	qsort(found, n, sizeof(found[0]), by_index);
+	qsort(found, n, sizeof(json_t *), by_index);
 	json_t *devices = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(devices, found[i]);

@@ -87,6 +87,9 @@ struct leg {
 	bool eof, ended;
 };
 
+/* The analyzer takes the memset of legs[1] for one of legs[0], whose
+ * buffer it then calls leaked; leg_close frees each. */
+// NOLINTBEGIN(clang-analyzer-unix.Malloc)
 static int leg_open(struct leg *l, int from, int to, uint64_t limit)
 {
 	memset(l, 0, sizeof(*l));
@@ -96,6 +99,7 @@ static int leg_open(struct leg *l, int from, int to, uint64_t limit)
 	l->cap = RELAY_BUFFER_MIN;
 	return (l->buf = malloc(l->cap)) ? 0 : -1;
 }
+// NOLINTEND(clang-analyzer-unix.Malloc)
 
 static void leg_close(struct leg *l)
 {

@@ -167,6 +167,8 @@ void sbx_snap_fingerprint_diff(const struct sbx_snap_scan *before, const struct 
 	while (i < before->len || j < after->len) {
 		const struct sbx_snap_entry *a = i < before->len ? &before->v[i] : NULL;
 		const struct sbx_snap_entry *b = j < after->len ? &after->v[j] : NULL;
+		if (!a && !b)
+			break; /* the loop condition rules this out; said for the analyzer */
 		int cmp = !a ? 1 : !b ? -1 : strcmp(a->path, b->path);
 		if (cmp < 0) {
 			if (a->type == SBX_ENTRY_FILE)

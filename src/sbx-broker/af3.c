@@ -28,7 +28,7 @@ static bool mentions_af3(const char *value)
 {
 	char lower[512];
 	size_t i = 0;
-	for (; value[i] && i < sizeof(lower) - 1; i++)
+	for (; i < sizeof(lower) - 1 && value[i]; i++)
 		lower[i] = (char)tolower((unsigned char)value[i]);
 	lower[i] = '\0';
 	return strstr(lower, "af3") || strstr(lower, "alphafold");
@@ -44,7 +44,7 @@ static bool walk(const json_t *obj, int depth)
 	json_object_foreach((json_t *)obj, key, v) {
 		char norm[256];
 		size_t i = 0;
-		for (; key[i] && i < sizeof(norm) - 1; i++)
+		for (; i < sizeof(norm) - 1 && key[i]; i++)
 			norm[i] = key[i] == '-' ? '_' : (char)tolower((unsigned char)key[i]);
 		norm[i] = '\0';
 		if (listed(norm, hit_keys))
@@ -65,7 +65,7 @@ int broker_af3_check(const char *workspace, const json_t *inputs, const char *wo
 	struct sbx_error ignored;
 	json_t *doc = sbx_json_load(path, CONFIG_MAX, &ignored);
 	free(path);
-	bool hit = doc && json_is_object(doc) && walk(doc, 0);
+	bool hit = json_is_object(doc) && walk(doc, 0);
 	json_decref(doc);
 	if (hit) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "af3-intent", "%s",

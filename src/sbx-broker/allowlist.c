@@ -60,7 +60,7 @@ static int by_string(const void *a, const void *b)
 static json_t *sorted(json_t *list)
 {
 	size_t n = json_array_size(list);
-	json_t *items[64], *out = json_array();
+	json_t *items[64] = { 0 }, *out = json_array();
 	for (size_t i = 0; i < n && i < 64; i++)
 		items[i] = json_array_get(list, i);
 	qsort(items, n < 64 ? n : 64, sizeof(items[0]), by_string);

@@ -175,7 +175,7 @@ static bool is_tcp_connection(int fd)
 static void serve_connection(struct gateway *g, int uds)
 {
 	struct sbx_relay_limits lim = { .idle_ms = g->idle_ms };
-	char first;
+	char first = 1; /* the marker byte a handover carries is NUL */
 	struct iovec iov = { .iov_base = &first, .iov_len = 1 };
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];

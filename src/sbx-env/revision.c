@@ -103,7 +103,7 @@ static int inventory(struct envctx *c, const char *prefix, json_t **conda, json_
 	*python = json_array();
 	snprintf(py, sizeof(py), "%s/bin/python", prefix);
 	if (access(py, X_OK) == 0) {
-		const char *argv[] = { py, "-I", "-c", PY_INVENTORY, NULL };
+		const char *argv[] = { py, "-I", "-c", (PY_INVENTORY), NULL };
 		if (env_run_tool(c, argv, &out, e) != 0)
 			return -1;
 		json_t *d = json_loads(out ? out : "", 0, NULL);
@@ -194,7 +194,7 @@ json_t *env_record_revision(struct envctx *c, json_t *env, const char *prefix, j
 				     "createdAt", now, "environmentId", json_object_get(env, "id"), "id", rev, "language",
 				     language, "languageVersion", version, "packages", packages, "packageSpecHash", hash,
 				     "platform", plat, "provisioner", provisioner_name(c), "runnerVersion", SBX_VERSION,
-				     "snapshot", "hash", hash, "size", (json_int_t)(n + 1), "requestedChanges", changes);
+				     "snapshot", "hash", hash, "size", (json_int_t)n + 1, "requestedChanges", changes);
 	if (revision && json_array_size(wheels))
 		json_object_set(revision, "localWheels", wheels);
 	return revision;

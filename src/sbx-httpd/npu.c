@@ -133,7 +133,7 @@ static void start_drainer(void)
 
 void npu_start(void)
 {
-	struct child_answer a;
+	struct child_answer a = { 0 };
 	const char *recover[] = { "recover", NULL }, *workloads[] = { "workloads", NULL };
 	if (sbx_sibling_program("sbx-npu", g_server.prog.npu, sizeof(g_server.prog.npu)) != 0)
 		g_server.prog.npu[0] = '\0';

@@ -84,7 +84,7 @@ static void parse_options(int argc, char **argv, struct options *o, struct sbx_n
 	/* The vendor decides the defaults; flags then override them. */
 	enum sbx_npu_vendor vendor = SBX_NPU_ASCEND;
 	for (int i = 1; i < argc; i++) {
-		const char *v = !strcmp(argv[i], "--vendor") && i + 1 < argc ? argv[i + 1]
+		const char *v = !argv[i] ? NULL : !strcmp(argv[i], "--vendor") && i + 1 < argc ? argv[i + 1]
 				: !strncmp(argv[i], "--vendor=", 9) ? argv[i] + 9 : NULL;
 		if (v && !strcmp(v, "nvidia"))
 			vendor = SBX_NPU_NVIDIA;

@@ -270,7 +270,7 @@ static void collect(struct run *r, int dirfd, const char *prefix, json_t *files,
 		int fd = sbx_open_beneath(dirfd, de->d_name);
 		char digest[72] = "";
 		uint64_t size = 0;
-		struct sbx_error e;
+		struct sbx_error e = { 0 };
 		uint64_t room = r->req.caps.output_bytes > *total ? r->req.caps.output_bytes - *total : 0;
 		if (fd < 0 || room == 0 || !r->store[0] || sbx_snap_store_fd(r->store, fd, room, digest, &size, &e) != 0) {
 			*complete = false;
