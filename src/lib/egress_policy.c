@@ -123,6 +123,8 @@ int sbx_egress_policy_parse(const json_t *doc, struct sbx_egress_policy *p, stru
 	if (!p->entries || !canon || !store) {
 		free(canon);
 		free(store);
+		free(p->entries);
+		p->entries = NULL;
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "policy");
 		return -1;
 	}
@@ -132,6 +134,8 @@ int sbx_egress_policy_parse(const json_t *doc, struct sbx_egress_policy *p, stru
 				      json_is_string(v) ? why : "must be a string");
 			free(canon);
 			free(store);
+			free(p->entries);
+			p->entries = NULL;
 			return -1;
 		}
 		const struct sbx_egress_entry *x = &p->entries[i];

@@ -2,6 +2,7 @@
  * lines) and nvidia-smi's CSV rows, joined on the PCI address. */
 #include "gpu_nvidia.h"
 
+#include "json.h"
 #include "text.h"
 
 #include <ctype.h>
@@ -22,15 +23,6 @@ static void bus_key(const char *bus, char out[13])
 	for (; i < 12 && tail[i]; i++)
 		out[i] = (char)tolower((unsigned char)tail[i]);
 	out[i] = '\0';
-}
-
-static json_t *number(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *sbx_trim(end))
-		return json_null();
-	return v == (double)(long long)v ? json_integer((long long)v) : json_real(v);
 }
 
 /* The CSV row whose bus id matches, applied to dev. */
@@ -54,7 +46,7 @@ static void apply_readings(json_t *dev, const char *query, const char *key)
 			continue;
 		json_object_set_new(dev, "health", json_string("OK"));
 		for (int i = 2; i < 7; i++)
-			json_object_set_new(dev, fields[i], number(cells[i]));
+			json_object_set_new(dev, fields[i], sbx_json_reading(cells[i]));
 		break;
 	}
 	free(copy);

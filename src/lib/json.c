@@ -3,6 +3,7 @@
 #include "exitcodes.h"
 #include "io.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,4 +183,22 @@ json_t *sbx_json_string_lossy(const char *s)
 	json_t *v = json_stringn(out, o);
 	free(out);
 	return v ? v : json_null();
+}
+
+json_t *sbx_json_reading(const char *text)
+{
+	char *end;
+	while (*text == ' ' || *text == '\t')
+		text++;
+	double v = strtod(text, &end);
+	if (end == text || !isfinite(v))
+		return json_null();
+	while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+		end++;
+	if (*end)
+		return json_null();
+	/* Whole numbers within a double's exact range are integers. */
+	if (v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == (double)(long long)v)
+		return json_integer((json_int_t)v);
+	return json_real(v);
 }

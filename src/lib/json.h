@@ -50,6 +50,9 @@ int sbx_json_print(FILE *out, const json_t *v);
 /* A JSON string of s; bytes that are not valid UTF-8 become U+FFFD, so
  * text from other programs (stderr lines) can always be reported. */
 json_t *sbx_json_string_lossy(const char *s);
+/* A tool's reading: an integer or a real for a number (white space around
+ * it allowed), null for "-", "NA", "[N/A]" and anything else. */
+json_t *sbx_json_reading(const char *text);
 
 /* Convenience getters that treat a missing or null member as the default. */
 const char *sbx_json_string_or(const json_t *obj, const char *key, const char *dflt);

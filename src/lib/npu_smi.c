@@ -3,6 +3,7 @@
  * whitespace columns of `info -m` for each chip's logic id. */
 #include "npu_smi.h"
 
+#include "json.h"
 #include "text.h"
 
 #include <ctype.h>
@@ -16,16 +17,6 @@
 static bool all_digits(const char *s)
 {
 	return *s && strspn(s, "0123456789") == strlen(s);
-}
-
-/* A reading: a number, or null for "-", "NA" and the like. */
-static json_t *number(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end)
-		return json_null();
-	return v == (double)(long long)v ? json_integer((long long)v) : json_real(v);
 }
 
 /* "| a | b | c |" into trimmed cells, the empty ends dropped. */
@@ -62,9 +53,9 @@ static void chip_readings(char *text, json_t *dev)
 			*p = ' ';
 	int n = tokens(text, t, 8);
 	if (n == 5) {
-		json_object_set_new(dev, "aiCorePercent", number(t[0]));
-		json_object_set_new(dev, "hbmUsedMB", number(t[3]));
-		json_object_set_new(dev, "hbmTotalMB", number(t[4]));
+		json_object_set_new(dev, "aiCorePercent", sbx_json_reading(t[0]));
+		json_object_set_new(dev, "hbmUsedMB", sbx_json_reading(t[3]));
+		json_object_set_new(dev, "hbmTotalMB", sbx_json_reading(t[4]));
 	}
 }
 
@@ -105,8 +96,8 @@ static json_t *parse_info(const char *info)
 		json_decref(card);
 		card = json_pack("{s:I,s:s,s:s}", "cardId", (json_int_t)atoll(c[0]), "chipName", name, "health", c[1]);
 		int n = tokens(c[2], t, 4);
-		json_object_set_new(card, "powerW", n > 0 ? number(t[0]) : json_null());
-		json_object_set_new(card, "temperatureC", n > 1 ? number(t[1]) : json_null());
+		json_object_set_new(card, "powerW", n > 0 ? sbx_json_reading(t[0]) : json_null());
+		json_object_set_new(card, "temperatureC", n > 1 ? sbx_json_reading(t[1]) : json_null());
 	}
 	json_decref(card);
 	free(copy);

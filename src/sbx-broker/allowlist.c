@@ -143,26 +143,26 @@ static int entry(const json_t *w, json_t *out, struct sbx_error *e)
 	return 0;
 }
 
-int broker_load_allowlist(struct broker *b, struct sbx_error *e)
+int broker_parse_allowlist(struct broker *b, const json_t *doc, struct sbx_error *e)
 {
-	json_t *doc = sbx_json_load(b->config, CONFIG_MAX, e);
-	if (!doc)
-		return -1;
 	const json_t *list = json_object_get(doc, "workloads");
-	if (!json_is_array(list)) {
-		json_decref(doc);
+	if (!json_is_array(list))
 		return bad(e, "NPU workload config must contain a workloads array: %s%s", b->config, "");
-	}
 	b->workloads = json_array();
 	size_t i;
 	json_t *w;
 	json_array_foreach(list, i, w)
-		if (entry(w, b->workloads, e) != 0) {
-			json_decref(doc);
+		if (entry(w, b->workloads, e) != 0)
 			return -1;
-		}
-	json_decref(doc);
 	return 0;
+}
+
+int broker_load_allowlist(struct broker *b, struct sbx_error *e)
+{
+	json_t *doc = sbx_json_load(b->config, CONFIG_MAX, e);
+	int rc = doc ? broker_parse_allowlist(b, doc, e) : -1;
+	json_decref(doc);
+	return rc;
 }
 
 const json_t *broker_workload(const struct broker *b, const char *id)

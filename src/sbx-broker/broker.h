@@ -28,6 +28,8 @@ struct broker {
 
 /* allowlist.c */
 int broker_load_allowlist(struct broker *b, struct sbx_error *e);
+/* The same for a parsed document (b->config names it in errors). */
+int broker_parse_allowlist(struct broker *b, const json_t *doc, struct sbx_error *e);
 const json_t *broker_workload(const struct broker *b, const char *id);
 json_t *broker_descriptor(const json_t *workload);
 json_t *broker_capability(const struct broker *b);

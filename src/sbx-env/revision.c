@@ -2,6 +2,7 @@
  * list, Python's distributions, R's libraries), the immutable v2 snapshot,
  * and the exact command it came from. */
 #include "env.h"
+#include "../lib/conda_list.h"
 #include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
 #include "../lib/env_lease.h"
@@ -88,17 +89,10 @@ static int inventory(struct envctx *c, const char *prefix, json_t **conda, json_
 	const char *list[] = { "list", "--json", "--prefix", prefix, NULL };
 	if (env_micromamba(c, list, &out, e) != 0)
 		return -1;
-	json_t *doc = json_loads(out ? out : "", 0, NULL);
+	json_t *doc = sbx_conda_list(out);
 	free(out);
-	if (json_is_object(doc) && json_is_array(json_object_get(doc, "packages"))) {
-		json_t *p = json_incref(json_object_get(doc, "packages"));
-		json_decref(doc);
-		doc = p;
-	}
-	if (!json_is_array(doc)) {
-		json_decref(doc);
+	if (!doc)
 		return env_fail(e, SBX_EXIT_INTERNAL, "%s", "micromamba list --json gave neither an array nor {packages}");
-	}
 	*conda = doc;
 	*python = json_array();
 	snprintf(py, sizeof(py), "%s/bin/python", prefix);
@@ -123,7 +117,7 @@ static int inventory(struct envctx *c, const char *prefix, json_t **conda, json_
 json_t *env_record_revision(struct envctx *c, json_t *env, const char *prefix, json_t *channels, json_t *changes,
 			       json_t *wheels, struct sbx_error *e)
 {
-	json_t *conda, *python;
+	json_t *conda = NULL, *python = NULL;
 	if (inventory(c, prefix, &conda, &python, e) != 0)
 		return NULL;
 	json_t *rlibs = r_inventory(c, prefix, e);
@@ -132,21 +126,10 @@ json_t *env_record_revision(struct envctx *c, json_t *env, const char *prefix, j
 	sbx_uuid4("rev-", rev, sizeof(rev));
 	env_now(now);
 	platform(plat, sizeof(plat));
-	json_t *packages = json_array();
+	json_t *packages = sbx_conda_package_lines(conda, !strcmp(language, "r") ? "r-base" : "python", version,
+						   sizeof(version));
 	size_t i;
 	json_t *p;
-	json_array_foreach(conda, i, p) {
-		const char *name = json_string_value(json_object_get(p, "name"));
-		const char *ver = json_string_value(json_object_get(p, "version"));
-		const char *build = json_string_value(json_object_get(p, "build_string"));
-		if (!name || !ver)
-			continue;
-		char line[512];
-		snprintf(line, sizeof(line), "%s=%s%s%s", name, ver, build ? "=" : "", build ? build : "");
-		json_array_append_new(packages, json_string(line));
-		if (!strcmp(name, !strcmp(language, "r") ? "r-base" : "python"))
-			snprintf(version, sizeof(version), "%s", ver);
-	}
 	json_array_foreach(python, i, p) {
 		char line[512];
 		snprintf(line, sizeof(line), "python:%s==%s", sbx_json_string_or(p, "name", "?"), sbx_json_string_or(p, "version", "?"));

@@ -119,9 +119,31 @@ static void lossy_string_replaces_invalid_utf8(void **state)
 	json_decref(v);
 }
 
+/* Found by fuzz_npu_smi: a reading beyond long long was cast (UB). */
+static void readings_are_numbers_or_null(void **state)
+{
+	(void)state;
+	json_t *v = sbx_json_reading("9999999999999999999");
+	assert_true(json_is_real(v));
+	json_decref(v);
+	v = sbx_json_reading(" 42 ");
+	assert_int_equal(json_integer_value(v), 42);
+	json_decref(v);
+	v = sbx_json_reading("61.50");
+	assert_true(json_is_real(v) && json_real_value(v) == 61.5);
+	json_decref(v);
+	const char *nulls[] = { "-", "NA", "[N/A]", "", "1e999", "nan", "3 W" };
+	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++) {
+		v = sbx_json_reading(nulls[i]);
+		assert_true(json_is_null(v));
+		json_decref(v);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(readings_are_numbers_or_null),
 		cmocka_unit_test(duplicate_keys_are_refused_with_position),
 		cmocka_unit_test(valid_document_passes_schema),
 		cmocka_unit_test(unknown_field_is_named),
