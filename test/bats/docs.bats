@@ -1,0 +1,84 @@
+#!/usr/bin/env bats
+# Documentation and installation: every program has a man page that
+# renders; every option a man page defines is one --help lists, and every
+# option --help lists is in the man page; `make install` into a DESTDIR
+# gives programs that run from there.
+
+load helpers
+
+# help_of PROGRAM: its --help, and its commands' --help where they have one.
+help_of() {
+    local p=$1
+    "$SBX_BIN/$p" --help 2>&1 || true
+    case $p in
+    sbx-egress) for c in check gateway bridge; do "$SBX_BIN/$p" "$c" --help 2>&1 || true; done ;;
+    esac
+}
+
+# defined_options MAN: the options the page defines (a term line, then an
+# indented definition), not those its prose mentions (bwrap's, for one).
+defined_options() {
+    awk 'prev ~ /^\*--[a-z]/ && /^\t/ { print prev } { prev = $0 }' "$1" | grep -o -- '--[a-z][a-z0-9-]*' | sort -u
+}
+
+programs() { for p in "$SBX_BIN"/sbx-*; do basename "$p"; done; }
+
+@test "every program has a man page that renders, with the exit codes" {
+    for p in $(programs); do
+        page=$(ls "$BATS_TEST_DIRNAME/../../man/$p".*.scd 2>/dev/null | head -1)
+        [ -n "$page" ] || fail "$p has no man page"
+        out=$(scdoc < "$page" | man -l - 2>/dev/null)
+        [[ "$out" == *NAME* && "$out" == *"$p"* ]] || fail "$p's man page does not render"
+    done
+}
+
+@test "every option a man page defines is in the program's --help" {
+    for p in $(programs); do
+        page=$(ls "$BATS_TEST_DIRNAME/../../man/$p".*.scd | head -1)
+        help=$(help_of "$p")
+        for o in $(defined_options "$page"); do
+            grep -q -- "$o" <<<"$help" || fail "$p: $o is in $(basename "$page") but not in --help"
+        done
+    done
+}
+
+@test "every option --help lists is in the man page" {
+    for p in $(programs); do
+        page=$(ls "$BATS_TEST_DIRNAME/../../man/$p".*.scd | head -1)
+        for o in $(help_of "$p" | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
+            case $o in --help | --version) continue ;; esac
+            grep -q -- "\*$o" "$page" || fail "$p: --help lists $o, $(basename "$page") does not"
+        done
+    done
+}
+
+@test "make install into a DESTDIR: programs, man pages and workloads, and they run from there" {
+    [ -n "${SBX_SOURCE_TREE:-}" ] || SBX_SOURCE_TREE="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+    [ -w "$SBX_SOURCE_TREE" ] || skip "the source tree is read-only here"
+    dest=$(mktemp -d /tmp/sbx-install.XXXXXX)
+    chmod 755 "$dest"
+    # The same compiler and flags as the build under test: nothing rebuilds.
+    flags=$(cat "$SBX_SOURCE_TREE/build/flags")
+    san=""
+    [[ "$flags" == *-fsanitize* ]] && san=SAN=1
+    run make -C "$SBX_SOURCE_TREE" --no-print-directory install DESTDIR="$dest" PREFIX=/usr/local \
+        CC="${flags%% *}" $san
+    refute_output --partial " -c -o "
+    assert_success
+    for p in $(programs); do
+        [ -x "$dest/usr/local/bin/$p" ] || fail "$p not installed"
+    done
+    [ -f "$dest/usr/local/share/man/man1/sbx-npu.1" ] && [ -f "$dest/usr/local/share/man/man8/sbx-httpd.8" ]
+    [ -f "$dest/usr/local/share/sbx/workloads/npu-workloads.default.json" ]
+    run "$dest/usr/local/bin/sbx-launch" --version
+    assert_success
+    # The installed broker finds its default allowlist below its own prefix.
+    SBX_DATA_DIR="$dest/data" run "$dest/usr/local/bin/sbx-broker" --enable workloads
+    assert_success
+    assert_equal "$(jq -r '[.workloads[].id] | join(" ")' <<<"$output")" "npu.smoke_test antibody.protenix.v1"
+    # And a sandbox starts from the installed sbx-launch.
+    SBX_DATA_DIR="$dest/data" run "$dest/usr/local/bin/sbx-launch" - <<<'{"argv":["/bin/echo","installed"]}'
+    assert_success
+    assert_output installed
+    rm -rf "$dest"
+}
