@@ -115,6 +115,21 @@ static void find_programs(struct server *s)
 			 "Sandbox network access (domain-allowlist) is unavailable: sbx-egress and sbx-egress-bridge are not installed next to sbx-httpd");
 }
 
+/* Where fd listens, as the --ready-fd line: {"host","port"} or {"socket"}. */
+static void describe(int fd, char *where, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	if (ss.ss_family == AF_UNIX) {
+		snprintf(where, size, "{\"socket\":\"%.300s\"}", ((struct sockaddr_un *)&ss)->sun_path);
+		return;
+	}
+	getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(where, size, "{\"host\":\"%.100s\",\"port\":%.8s}", host, serv);
+}
+
 static int listen_tcp(const struct config *c, char *where, size_t size)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
@@ -127,13 +142,29 @@ static int listen_tcp(const struct config *c, char *where, size_t size)
 	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0)
 		die("listen-failed", "cannot listen on SCIENCE_AGENT_RUNNER_HOST:SCIENCE_AGENT_RUNNER_PORT: %s", strerror(errno));
 	freeaddrinfo(res);
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	getsockname(fd, (struct sockaddr *)&ss, &len);
-	char host[NI_MAXHOST], serv[NI_MAXSERV];
-	getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV);
-	snprintf(where, size, "{\"host\":\"%.100s\",\"port\":%.8s}", host, serv);
+	describe(fd, where, size);
 	return fd;
+}
+
+/* systemd socket activation (the sd_listen_fds(3) protocol, no libsystemd):
+ * exactly one listening stream socket on fd 3, meant for this process. */
+static int activated_socket(char *where, size_t size)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	int listening = 0;
+	socklen_t len = sizeof(listening);
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
+		return -1;
+	if (strcmp(fds, "1") != 0)
+		die("bad-activation", "LISTEN_FDS=%s: sbx-httpd takes exactly one socket", fds);
+	if (getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
+		die("bad-activation", "%s", "fd 3 is not a listening socket");
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	describe(3, where, size);
+	return 3;
 }
 
 /* runner-api 1.1: parent 0700, a stale socket removed, the socket 0600. */
@@ -216,8 +247,11 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL); /* every thread: only sigwait below sees them */
 	signal(SIGPIPE, SIG_IGN);
 	char where[512];
-	int fd = s->cfg.socket_path[0] ? listen_unix(&s->cfg, where, sizeof(where))
-				       : listen_tcp(&s->cfg, where, sizeof(where));
+	int fd = activated_socket(where, sizeof(where));
+	bool own_socket = fd < 0 && s->cfg.socket_path[0];
+	if (fd < 0)
+		fd = s->cfg.socket_path[0] ? listen_unix(&s->cfg, where, sizeof(where))
+					   : listen_tcp(&s->cfg, where, sizeof(where));
 	struct MHD_Daemon *d = server_start(fd);
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");
@@ -233,7 +267,7 @@ int main(int argc, char **argv)
 	sigwait(&mask, &sig);
 	/* Running executions are sbx-run children that die with us (their
 	 * records read "unknown" at the next start); the socket goes now. */
-	if (s->cfg.socket_path[0])
+	if (own_socket) /* an activated socket is systemd's to remove */
 		unlink(s->cfg.socket_path);
 	return SBX_EXIT_OK;
 }
