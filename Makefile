@@ -35,7 +35,7 @@ UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
 
-.PHONY: all deps check lint run install uninstall clean bench fuzz help FORCE
+.PHONY: all deps check lint valgrind run install uninstall clean bench fuzz help FORCE
 all: $(PROGRAMS) $(MANPAGES)
 
 help:
@@ -47,6 +47,7 @@ help:
 	@echo "make bench      benchmarks, printed as ratios against an anchor"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)"
 	@echo "make lint       cppcheck and clang-tidy (.clang-tidy) over src/; any finding fails"
+	@echo "make valgrind   every unit test under valgrind memcheck (plain build)"
 
 deps:
 	@sh mk/deps.sh
@@ -114,6 +115,9 @@ check: deps
 
 lint:
 	@sh mk/lint.sh
+
+valgrind: $(UNITS)
+	@sh mk/valgrind.sh
 
 run: $(PROGRAMS)
 	@sh mk/run.sh

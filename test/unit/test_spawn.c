@@ -68,6 +68,10 @@ static void deadline_kills_the_process_group(void **state)
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
 		assert_int_equal(poll(&p, 1, 10000), 1);
 		close(pidfd);
+	} else if (errno == ENOSYS) {
+		/* No pidfd_open (valgrind does not emulate it): nothing to wait on. */
+		sbx_capture_free(&c);
+		skip();
 	} else {
 		assert_int_equal(errno, ESRCH); /* already reaped */
 	}
