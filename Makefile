@@ -141,7 +141,7 @@ uninstall:
 	for m in $(MANPAGES); do sec=$${m##*.}; rm -f $(DESTDIR)$(PREFIX)/share/man/man$$sec/$${m##*/}; done
 
 bench: all
-	@sh bench/run.sh
+	@bash bench/run.sh
 
 fuzz:
 	@sh fuzz/run.sh

@@ -59,4 +59,5 @@ jq -r --arg rss "$rss" --arg rounds "$rounds" --arg failed "$failed" --arg t "$T
     "submit -> terminal record:          p50 \(.p50Ms) ms, p99 \(.p99Ms) ms",
     "egress alongside:                   \($rounds) rounds of \($t) concurrent tunnels, \($failed) failed",
     "sbx-httpd peak RSS (VmHWM):         \(($rss | tonumber) / 1024 | . * 10 | round / 10) MiB"' <<< "$load"
+[ "$(jq .orderHeld <<< "$load")" = true ] || jq -c '.orderViolations' <<< "$load"
 [ "$(jq .lost <<< "$load")" = 0 ] && [ "$(jq .orderHeld <<< "$load")" = true ] && [ "$failed" = 0 ]

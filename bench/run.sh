@@ -23,7 +23,7 @@ printf '| %-8s | %-44s | %s\n' bench measure figure
 printf '|%s|%s|%s\n' ---------- ---------------------------------------------- --------
 for f in "$out"/*; do
     name=$(basename "$f")
-    grep -E -i 'ratio|peak RSS|lost|tunnels|order held|throughput:|p50' "$f" | while IFS= read -r line; do
+    { grep -E -i 'ratio|peak RSS|lost|tunnels|order held|throughput:|p50' "$f" || true; } | while IFS= read -r line; do
         key=$(sed 's/:.*//' <<< "$line" | sed 's/ *$//')
         value=$(sed 's/^[^:]*: *//' <<< "$line")
         printf '| %-8s | %-44s | %s\n' "$name" "$key" "$value"

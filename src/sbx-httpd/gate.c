@@ -3,6 +3,7 @@
  * executions pass the (session, agent) gate, then every execution the
  * gate of its canonical workspace. */
 #include "gate.h"
+#include "../lib/clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ static void leave_line(struct waiter *w)
 	pthread_cond_broadcast(&changed);
 }
 
-struct waiter *gate_enter(const char *name, bool (*give_up)(void *), void *arg)
+struct waiter *gate_join(const char *name, long long *joined_ms)
 {
 	struct waiter *w = calloc(1, sizeof(*w));
 	if (!w || !(w->name = strdup(name))) {
@@ -51,6 +52,23 @@ struct waiter *gate_enter(const char *name, bool (*give_up)(void *), void *arg)
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = w;
+	/* Taken under the lock: joining order and these times agree. */
+	if (joined_ms)
+		*joined_ms = sbx_wall_ms();
+	pthread_mutex_unlock(&lock);
+	return w;
+}
+
+struct waiter *gate_enter(const char *name, bool (*give_up)(void *), void *arg)
+{
+	return gate_wait(gate_join(name, NULL), give_up, arg);
+}
+
+struct waiter *gate_wait(struct waiter *w, bool (*give_up)(void *), void *arg)
+{
+	if (!w)
+		return NULL;
+	pthread_mutex_lock(&lock);
 	while (!first_of_name(w)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);

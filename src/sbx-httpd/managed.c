@@ -29,6 +29,7 @@ struct managed_run {
 	volatile bool cancel;
 	struct child *child;
 	struct tail tails[2];
+	struct waiter *place;        /* its place in the workspace's line */
 	struct managed_run *next;
 };
 
@@ -148,9 +149,8 @@ static void finish(struct managed_run *m, struct child *c)
 static void *worker(void *arg)
 {
 	struct managed_run *m = arg;
-	char key[PATH_MAX + 8];
-	snprintf(key, sizeof(key), "ws:%s", m->x.workspace);
-	struct waiter *turn = gate_enter(key, tick, m);
+	/* The place in line was taken when the execution was accepted. */
+	struct waiter *turn = gate_wait(m->place, tick, m);
 	if (!turn || m->cancel) {
 		char now[32];
 		sbx_iso_time(sbx_wall_ms(), now);
@@ -215,9 +215,15 @@ enum MHD_Result handle_managed_start(struct req *r)
 		free(m);
 		return reply_error(r, 400, "%s", m ? msg : "out of memory");
 	}
-	sbx_iso_time(sbx_wall_ms(), now);
-	int stored = store_insert(m->x.id, m->x.session, m->x.agent, m->x.workspace, now);
+	/* Queued means in line: the workspace's FIFO order is queuedAt's. */
+	char key[PATH_MAX + 8];
+	long long joined = 0;
+	snprintf(key, sizeof(key), "ws:%s", m->x.workspace);
+	m->place = gate_join(key, &joined);
+	sbx_iso_time(joined, now);
+	int stored = m->place ? store_insert(m->x.id, m->x.session, m->x.agent, m->x.workspace, now) : -1;
 	if (stored != 0) {
+		gate_leave(m->place);
 		json_decref(m->run);
 		free(m);
 		return reply_error(r, 400, "%s",
@@ -237,6 +243,7 @@ enum MHD_Result handle_managed_start(struct req *r)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, worker, m) != 0) {
+		gate_leave(m->place);
 		unregister(m);
 		store_update(m->x.id, "failed", NULL, now, NULL, "the runner could not start a worker", NULL, false);
 		json_decref(m->run);
