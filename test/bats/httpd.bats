@@ -147,11 +147,14 @@ teardown() { httpd_teardown; }
     run curl -sS --max-time 1 -H "authorization: Bearer $TOKEN" -H "x-science-execution-timestamp: $ts" \
         -H "x-science-execution-signature: $sig" --data-binary @"$WORK/req.json" "$BASE/execute-shell"
     assert_failure 28
-    # Bounded wait for the kill to land (the grace period is 1 s).
-    for _ in $(seq 50); do
+    # The workload's processes end within the 1 s grace: wait on each pid.
+    for pid in $(pgrep -f "$marker"); do
+        timeout 10 tail --pid="$pid" -f /dev/null
+    done
+    # Then the handler drops the entry; /status is asked as a client would.
+    for _ in $(seq 200); do
         api GET /status
-        [ "$(jq '.activeExecutions | length' <<< "$output")" = 0 ] && ! pgrep -f "$marker" >/dev/null && break
-        sleep 0.1
+        [ "$(jq '.activeExecutions | length' <<< "$output")" = 0 ] && break
     done
     [ "$(jq '.activeExecutions | length' <<< "$output")" = 0 ]
     run pgrep -f "$marker"
