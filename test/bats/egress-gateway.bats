@@ -242,3 +242,43 @@ print(r.status, r.read().decode().splitlines()[1])'
     [[ "$stderr" == *"network.allowedDomains[0]"*"domain names only"* ]]
     [ ! -e "$WORK/state/run3" ]
 }
+
+@test "kill -9 of the gateway mid-transfer: the workload sees a clean failure, a new gateway serves the next run" {
+    # An upstream that sends half a response, says so, then holds the line.
+    mkfifo "$WORK/slow-port" "$WORK/sent"
+    python3 - "$WORK/slow-port" "$WORK/sent" <<'PY' &
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+c, _ = s.accept()
+c.recv(65536)
+c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\nfirst-chunk\n")
+open(sys.argv[2], "w").write("sent\n")
+while c.recv(65536):
+    pass
+PY
+    HOLD_PID=$!
+    read -r slow < "$WORK/slow-port"
+    gateway "$private_policy" --resolve "api.test:$slow:127.0.0.1" --resolve "api.test:$PORT:127.0.0.1"
+    exec 9<>"$WORK/sent"
+    sbx-launch - > "$WORK/mid.out" 2>&1 <<<"$(spec_sh "curl -sS -N http://api.test:$slow/stream; echo curl=\$?" \
+        "$(jq -cn --arg s "$SOCK" '{network: {mode: "domain-allowlist", socket: $s}}')")" &
+    sandbox=$!
+    read -r -t 30 -u 9 line
+    exec 9<&-
+    kill -9 "$GW_PID"
+    wait "$GW_PID" 2>/dev/null || true
+    GW_PID=
+    # The workload ends on its own: its connection died with the gateway.
+    timeout 30 tail --pid="$sandbox" -f /dev/null
+    out=$(cat "$WORK/mid.out")
+    [[ "$out" == *first-chunk* ]] || fail "the transfer never started: $out"
+    [[ "$out" =~ curl=(18|52|56) ]] || fail "no clean transfer error: $out"
+    # The stale socket is replaced and the next run goes through.
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1"
+    net_sandbox "curl -sS --fail http://api.test:$PORT/after"
+    assert_success
+    assert_output --partial "path=/after"
+}
