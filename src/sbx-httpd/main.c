@@ -118,7 +118,7 @@ static void find_programs(struct server *s)
 /* Where fd listens, as the --ready-fd line: {"host","port"} or {"socket"}. */
 static void describe(int fd, char *where, size_t size)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 };
 	socklen_t len = sizeof(ss);
 	char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
 	getsockname(fd, (struct sockaddr *)&ss, &len);
