@@ -244,9 +244,9 @@ print(r.status, r.read().decode().splitlines()[1])'
 }
 
 @test "kill -9 of the gateway mid-transfer: the workload sees a clean failure, a new gateway serves the next run" {
-    # An upstream that sends half a response, says so, then holds the line.
-    mkfifo "$WORK/slow-port" "$WORK/sent"
-    python3 - "$WORK/slow-port" "$WORK/sent" <<'PY' &
+    # An upstream that sends the start of a response, then holds the line.
+    mkfifo "$WORK/slow-port"
+    python3 - "$WORK/slow-port" <<'PY' &
 import socket, sys
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
@@ -255,19 +255,21 @@ open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
 c, _ = s.accept()
 c.recv(65536)
 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\nfirst-chunk\n")
-open(sys.argv[2], "w").write("sent\n")
 while c.recv(65536):
     pass
 PY
     HOLD_PID=$!
     read -r slow < "$WORK/slow-port"
     gateway "$private_policy" --resolve "api.test:$slow:127.0.0.1" --resolve "api.test:$PORT:127.0.0.1"
-    exec 9<>"$WORK/sent"
-    sbx-launch - > "$WORK/mid.out" 2>&1 <<<"$(spec_sh "curl -sS -N http://api.test:$slow/stream; echo curl=\$?" \
+    # The workload says when the first bytes have reached it (not merely
+    # left the upstream), through a FIFO in its workspace.
+    mkfifo "$WS/got"
+    chmod 666 "$WS/got"
+    sbx-launch - > "$WORK/mid.out" 2>&1 <<<"$(spec_sh "(curl -sS -N http://api.test:$slow/stream 2>&1; echo curl=\$?) |
+        { read -r first; echo \"\$first\"; echo got > /workspace/got; cat; }" \
         "$(jq -cn --arg s "$SOCK" '{network: {mode: "domain-allowlist", socket: $s}}')")" &
     sandbox=$!
-    read -r -t 30 -u 9 line
-    exec 9<&-
+    await_fifo "$WS/got"
     kill -9 "$GW_PID"
     wait "$GW_PID" 2>/dev/null || true
     GW_PID=
