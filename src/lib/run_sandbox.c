@@ -203,8 +203,34 @@ int sbx_sandbox_signal_all(const struct sbx_sandbox *sb, int sig)
 	return count;
 }
 
+/* bwrap's own children, killed through pidfds: its sandbox pid 1 before
+ * the info fd has named it (killed mid-setup, that child would otherwise
+ * wait forever for a parent that is gone). */
+static void kill_children(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	for (char *p = buf, *end; *p; p = end) {
+		long child = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		int fd = child > 0 ? (int)syscall(SYS_pidfd_open, (pid_t)child, 0) : -1;
+		if (fd >= 0) {
+			syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+			close(fd);
+		}
+	}
+}
+
 void sbx_sandbox_kill(const struct sbx_sandbox *sb)
 {
+	if (sb->init_pidfd < 0 && sb->pid > 0)
+		kill_children(sb->pid);
 	if (sb->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 	if (sb->init_pidfd >= 0)
