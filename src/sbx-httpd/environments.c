@@ -146,12 +146,11 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 		if (run_env(args, &out, &len, msg, sizeof(msg)) != 0)
 			return reply_error(r, 400, "%s", msg);
 		struct MHD_Response *resp = MHD_create_response_from_buffer(len, out, MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(resp, "content-type", "application/json; charset=utf-8");
-		MHD_add_response_header(resp, "cache-control", "no-store");
-		MHD_add_response_header(resp, "x-content-type-options", "nosniff");
-		enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
-		MHD_destroy_response(resp);
-		return rc;
+		if (!resp) {
+			free(out);
+			return MHD_NO;
+		}
+		return reply_response(r, 200, resp, "application/json; charset=utf-8");
 	}
 	if (!strcmp(action, "delete")) {
 		const char *args[] = { "delete", "--", id, NULL };

@@ -114,6 +114,8 @@ enum MHD_Result reply_error(struct req *r, unsigned status, const char *fmt, ...
 	__attribute__((format(printf, 3, 4)));
 const char *query(struct req *r, const char *name);
 size_t request_body_limit(struct req *r);
+/* Queues resp (then released) with the spec's headers and this type. */
+enum MHD_Result reply_response(struct req *r, unsigned status, struct MHD_Response *resp, const char *type);
 /* Raw bytes from fd (closed when sent), application/octet-stream. */
 enum MHD_Result reply_file(struct req *r, int fd, off_t size);
 const char *header(struct req *r, const char *name);

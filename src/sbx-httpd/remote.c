@@ -141,12 +141,7 @@ enum MHD_Result reply_file(struct req *r, int fd, off_t size)
 		close(fd);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "content-type", "application/octet-stream");
-	MHD_add_response_header(resp, "cache-control", "no-store");
-	MHD_add_response_header(resp, "x-content-type-options", "nosniff");
-	enum MHD_Result rc = MHD_queue_response(r->conn, 200, resp);
-	MHD_destroy_response(resp);
-	return rc;
+	return reply_response(r, 200, resp, "application/octet-stream");
 }
 
 static enum MHD_Result read_file(struct req *r)

@@ -29,7 +29,12 @@ enum MHD_Result reply_json(struct req *r, unsigned status, json_t *body)
 		free(out);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "content-type", "application/json; charset=utf-8");
+	return reply_response(r, status, resp, "application/json; charset=utf-8");
+}
+
+enum MHD_Result reply_response(struct req *r, unsigned status, struct MHD_Response *resp, const char *type)
+{
+	MHD_add_response_header(resp, "content-type", type);
 	MHD_add_response_header(resp, "cache-control", "no-store");
 	MHD_add_response_header(resp, "x-content-type-options", "nosniff");
 	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
