@@ -1,0 +1,153 @@
+/* beneath.c — openat2 below a root, or an O_NOFOLLOW walk where the kernel
+ * lacks it, and the lexical split of a caller's absolute path into a
+ * trusted root and a relative rest. */
+#include "beneath.h"
+#include "exitcodes.h"
+#include "path.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int by_openat2(int rootfd, const char *rel, int flags, enum sbx_beneath_mode mode)
+{
+	struct open_how how = { .flags = (unsigned long long)(flags | O_CLOEXEC),
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+	if (mode == SBX_BENEATH_NO_SYMLINKS)
+		how.resolve |= RESOLVE_NO_SYMLINKS;
+	if (flags & O_CREAT)
+		how.mode = 0600;
+	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+}
+
+/* One component at a time, each opened O_NOFOLLOW from the previous. */
+static int by_walk(int rootfd, const char *rel, int flags)
+{
+	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	const char *p = rel;
+	char name[NAME_MAX + 1];
+	while (fd >= 0) {
+		size_t n = strcspn(p, "/");
+		bool last = !p[n];
+		if (n > NAME_MAX) {
+			close(fd);
+			return errno = ENAMETOOLONG, -1;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		int next = openat(fd, name, last ? flags | O_NOFOLLOW | O_CLOEXEC : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+				  0600);
+		int saved = errno;
+		close(fd);
+		if (next < 0) {
+			struct stat st;
+			/* O_NOFOLLOW on a symlink reads as ELOOP or (O_DIRECTORY) ENOTDIR. */
+			errno = saved == ENOTDIR && fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)
+					? ELOOP
+					: saved;
+			return -1;
+		}
+		fd = next;
+		if (last)
+			break;
+		p += n + 1;
+	}
+	return fd;
+}
+
+int sbx_open_beneath(int rootfd, const char *rel, int flags, enum sbx_beneath_mode mode)
+{
+	if (!rel[0] || !strcmp(rel, "."))
+		return openat(rootfd, ".", (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC);
+	if (!sbx_path_plain_relative(rel))
+		return errno = EINVAL, -1;
+	int fd = by_openat2(rootfd, rel, flags, mode);
+	if (fd >= 0 || errno != ENOSYS)
+		return fd;
+	fd = by_walk(rootfd, rel, flags);
+	struct stat st;
+	if (fd >= 0 && (flags & O_PATH) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+		close(fd); /* O_PATH | O_NOFOLLOW opened the symlink itself */
+		return errno = ELOOP, -1;
+	}
+	return fd;
+}
+
+int sbx_fd_path(int fd, char *out, size_t size)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, out, size - 1);
+	if (n < 0 || (size_t)n >= size - 1)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+bool sbx_same_file(int a, int b)
+{
+	struct stat x, y;
+	return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The rest of path after prefix at a component boundary, or NULL. */
+static const char *after_prefix(const char *prefix, const char *path)
+{
+	size_t n = strlen(prefix);
+	while (n > 1 && prefix[n - 1] == '/')
+		n--;
+	if (strncmp(prefix, path, n) != 0 || (path[n] != '/' && path[n] != '\0'))
+		return NULL;
+	return path + n;
+}
+
+int sbx_open_dir_under(const char *root_path, const char *path, bool allow_root, const char *what,
+		       struct sbx_error *e)
+{
+	char real_root[PATH_MAX], rel[PATH_MAX];
+	const char *rest = after_prefix(root_path, path);
+	if (!rest && realpath(root_path, real_root))
+		rest = after_prefix(real_root, path);
+	if (!rest) {
+		sbx_error_set(e, SBX_EXIT_POLICY, "outside-root", "%s: %.300s is not below %.300s", what, path, root_path);
+		return -1;
+	}
+	/* "a//b/" means "a/b"; "." and ".." are refused by sbx_open_beneath. */
+	size_t n = 0;
+	for (const char *p = rest; *p && n < sizeof(rel) - 1; p++)
+		if (*p != '/' || (n > 0 && rel[n - 1] != '/'))
+			rel[n++] = *p;
+	while (n > 0 && rel[n - 1] == '/')
+		n--;
+	rel[n] = '\0';
+	if (!rel[0] && !allow_root) {
+		sbx_error_set(e, SBX_EXIT_POLICY, "outside-root", "%s: %.300s is the root itself", what, path);
+		return -1;
+	}
+	int rootfd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: root %.300s: %s", what, root_path, strerror(errno));
+		return -1;
+	}
+	int fd = sbx_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
+	int saved = errno;
+	close(rootfd);
+	if (fd < 0) {
+		sbx_error_set(e, saved == ENOENT ? SBX_EXIT_USAGE : SBX_EXIT_POLICY,
+			      saved == ENOENT ? "not-found" : saved == ENOTDIR ? "not-a-directory" : "path-refused",
+			      "%s: %.300s: %s", what, path,
+			      saved == ELOOP ? "a symbolic link on the path (refused)"
+			      : saved == EXDEV || saved == EINVAL ? "'.', '..' or an escape from its root (refused)"
+								   : strerror(saved));
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
