@@ -124,16 +124,6 @@ int sbx_process_start_time(pid_t pid, char *out, size_t size)
 	return out[0] ? 0 : -1;
 }
 
-int sbx_open_beneath(int rootfd, const char *path)
-{
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV };
-	int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	return fd;
-}
-
 int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e)
 {
 	if (!w) {

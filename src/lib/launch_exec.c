@@ -21,30 +21,41 @@ void sbx_stdio_sanitize(void)
 }
 
 int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, int channel_fd,
-		    struct sbx_error *e)
+		    const int *bind_src, size_t n_bind, struct sbx_error *e)
 {
 	/* A core dump could carry workspace data to wherever core_pattern points. */
 	struct rlimit none = { 0, 0 };
 	char *const empty_env[] = { NULL };
-	const int from[3] = { seccomp_fd, info_fd, channel_fd };
-	int parked[3] = { -1, -1, -1 }, highest = SBX_SECCOMP_FD;
+	enum { SLOTS = SBX_BIND_FD_FIRST - SBX_SECCOMP_FD + SBX_BIND_FD_MAX };
+	int from[SLOTS], parked[SLOTS], highest = SBX_SECCOMP_FD;
+	const int park_above = SBX_BIND_FD_FIRST + SBX_BIND_FD_MAX;
 
 	if (setrlimit(RLIMIT_CORE, &none) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(RLIMIT_CORE): %s", strerror(errno));
 		return -1;
 	}
+	if (n_bind > SBX_BIND_FD_MAX)
+		return sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "too many bound directories"), -1;
+	/* Slot i is fd SBX_SECCOMP_FD + i: the filter, info, channel, then binds. */
+	from[0] = seccomp_fd;
+	from[1] = info_fd;
+	from[2] = channel_fd;
+	size_t n = SBX_BIND_FD_FIRST - SBX_SECCOMP_FD + n_bind;
+	for (size_t i = 0; i < n_bind; i++)
+		from[SBX_BIND_FD_FIRST - SBX_SECCOMP_FD + i] = bind_src[i];
 	/* Park all above their targets first, so no dup2 clobbers another. */
-	for (int i = 0; i < 3; i++)
-		if (from[i] >= 0 && (parked[i] = fcntl(from[i], F_DUPFD_CLOEXEC, SBX_CHANNEL_FD + 1)) < 0)
+	for (size_t i = 0; i < n; i++)
+		if ((parked[i] = from[i] >= 0 ? fcntl(from[i], F_DUPFD_CLOEXEC, park_above) : -1) < 0 && from[i] >= 0)
 			goto fail;
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < n; i++) {
+		int target = SBX_SECCOMP_FD + (int)i;
 		if (parked[i] < 0) {
-			close(SBX_SECCOMP_FD + i); /* an unused slot keeps nothing of the caller's */
+			close(target); /* an unused slot keeps nothing of the caller's */
 			continue;
 		}
-		if (dup2(parked[i], SBX_SECCOMP_FD + i) != SBX_SECCOMP_FD + i)
+		if (dup2(parked[i], target) != target)
 			goto fail;
-		highest = SBX_SECCOMP_FD + i;
+		highest = target;
 	}
 	/* No host file reaches the sandbox by inheritance. */
 	if (syscall(SYS_close_range, highest + 1, ~0U, 0) != 0)

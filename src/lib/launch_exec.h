@@ -5,6 +5,8 @@
 
 #include "error.h"
 
+#include <stddef.h>
+
 /* Opens /dev/null on any of fds 0-2 that is closed, so no later open()
  * lands there and leaks into the sandbox as stdin or stdout. */
 void sbx_stdio_sanitize(void);
@@ -13,8 +15,10 @@ void sbx_stdio_sanitize(void);
 #define SBX_CHANNEL_FD 5 /* the worker channel's end, inside the sandbox */
 
 /* Only returns on failure. info_fd and channel_fd (-1: none) become fds
- * 4 and 5; bwrap passes 5 on to the workload (it consumes 3 and 4). */
+ * 4 and 5; bwrap passes 5 on to the workload (it consumes 3 and 4). The
+ * n_bind directory fds become 6, 7, ... (SBX_BIND_FD_FIRST), which bwrap
+ * mounts and closes; nothing else is inherited. */
 int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, int channel_fd,
-		    struct sbx_error *e);
+		    const int *bind_src, size_t n_bind, struct sbx_error *e);
 
 #endif

@@ -22,7 +22,7 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 		      struct sbx_launch_plan *p)
 {
 	const struct sbx_launch_devices *d = &s->devices;
-	const char *base = s->env_prefix ? SCIENCE_ENV "/bin:/usr/bin:/bin" : "/usr/bin:/bin";
+	const char *base = s->env_prefix.fd >= 0 ? SCIENCE_ENV "/bin:/usr/bin:/bin" : "/usr/bin:/bin";
 	char path[1200];
 
 	setenv_(p, "HOME", "/tmp");
@@ -38,9 +38,9 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 	}
 	if (h->ca_dir[0])
 		setenv_(p, "SSL_CERT_DIR", h->ca_dir);
-	if (s->scratch)
+	if (s->scratch.fd >= 0)
 		setenv_(p, "SBX_SCRATCH", "/scratch");
-	if (s->skills_root) {
+	if (s->skills_root.fd >= 0) {
 		setenv_(p, "SCIENCEDISCOVERY_SKILLS_DIR", "/skills");
 		setenv_(p, "SCIENCEDISCOVERY_SKILL_EXTENSIONS_DIR", "/skill-extensions");
 	}
@@ -69,6 +69,19 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 static void ro_bind(struct sbx_strvec *a, const char *src, const char *dst)
 {
 	sbx_strvec_pushl(a, "--ro-bind", src, dst, NULL);
+}
+
+/* A host directory by its fd: the next slot from SBX_BIND_FD_FIRST. */
+static int bind_fd(struct sbx_launch_plan *p, const char *option, const struct sbx_host_dir *d, const char *dst)
+{
+	if (p->n_bind == SBX_BIND_FD_MAX)
+		return -1;
+	p->bind_src[p->n_bind] = d->fd;
+	p->bind_name[p->n_bind] = d->path;
+	sbx_strvec_push(&p->argv, option);
+	sbx_strvec_pushf(&p->argv, "%d", SBX_BIND_FD_FIRST + (int)p->n_bind++);
+	sbx_strvec_push(&p->argv, dst);
+	return 0;
 }
 
 int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sandbox_profile *probe,
@@ -131,26 +144,27 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	/* The devices' files, after /tmp exists so a tool kept there shows. */
 	for (size_t i = 0; i < s->devices.read_only.len; i++)
 		ro_bind(a, s->devices.read_only.items[i], s->devices.read_only.items[i]);
-	if (s->env_prefix) {
+	int binds = 0;
+	if (s->env_prefix.fd >= 0) {
 		/* Twice: conda embeds the absolute prefix in scripts and libraries. */
-		ro_bind(a, s->env_prefix, SCIENCE_ENV);
-		if (strcmp(s->env_prefix, SCIENCE_ENV) != 0)
-			ro_bind(a, s->env_prefix, s->env_prefix);
+		binds |= bind_fd(p, "--ro-bind-fd", &s->env_prefix, SCIENCE_ENV);
+		if (strcmp(s->env_prefix.path, SCIENCE_ENV) != 0)
+			binds |= bind_fd(p, "--ro-bind-fd", &s->env_prefix, s->env_prefix.path);
 	}
 
 	/* The workspace, under its read-only parent when there is one. */
-	if (s->ro_parent)
-		ro_bind(a, s->ro_parent, s->parent_mount);
-	if (s->workspace)
-		sbx_strvec_pushl(a, "--bind", s->workspace, s->ws_mount, NULL);
+	if (s->ro_parent.fd >= 0)
+		binds |= bind_fd(p, "--ro-bind-fd", &s->ro_parent, s->parent_mount);
+	if (s->workspace.fd >= 0)
+		binds |= bind_fd(p, "--bind-fd", &s->workspace, s->ws_mount);
 	/* The worker's scratch: checkpoints, media and outputs. */
-	if (s->scratch)
-		sbx_strvec_pushl(a, "--bind", s->scratch, "/scratch", NULL);
+	if (s->scratch.fd >= 0)
+		binds |= bind_fd(p, "--bind-fd", &s->scratch, "/scratch");
 
 	/* Skills: the package read-only, the workspace's extensions writable. */
-	if (s->skills_root) {
-		ro_bind(a, s->skills_root, "/skills");
-		sbx_strvec_pushl(a, "--bind", s->skills_ext, "/skill-extensions", NULL);
+	if (s->skills_root.fd >= 0) {
+		binds |= bind_fd(p, "--ro-bind-fd", &s->skills_root, "/skills");
+		binds |= bind_fd(p, "--bind-fd", &s->skills_ext, "/skill-extensions");
 	}
 
 	/* Egress: the static bridge and the gateway's socket, nothing else. */
@@ -174,7 +188,7 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	for (size_t i = 0; i < s->argv.len; i++)
 		sbx_strvec_push(a, s->argv.items[i]);
 
-	if (a->failed || p->env_keys.failed || p->env_values.failed) {
+	if (a->failed || p->env_keys.failed || p->env_values.failed || binds) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "building the bwrap command line");
 		return -1;
 	}

@@ -11,11 +11,18 @@
 #include "strvec.h"
 
 #define SBX_SECCOMP_FD 3 /* where bwrap finds the filter (--seccomp 3) */
+/* Host directories reach bwrap as fds 6, 7, ... (--bind-fd / --ro-bind-fd):
+ * bwrap mounts exactly what the fd holds and closes it before the workload. */
+#define SBX_BIND_FD_FIRST 6
+#define SBX_BIND_FD_MAX 16
 
 struct sbx_launch_plan {
 	struct sbx_strvec argv;       /* bwrap's absolute path first */
 	struct sbx_strvec env_keys;   /* the workload's environment, in order */
 	struct sbx_strvec env_values;
+	int bind_src[SBX_BIND_FD_MAX]; /* this process's fd for slot SBX_BIND_FD_FIRST + i */
+	const char *bind_name[SBX_BIND_FD_MAX]; /* its host name, for the record */
+	size_t n_bind;
 };
 
 int sbx_launch_plan_build(const struct sbx_launch_spec *spec, const struct sbx_sandbox_profile *probe,

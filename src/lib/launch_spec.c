@@ -2,15 +2,18 @@
 #include "launch_spec.h"
 #include "exitcodes.h"
 #include "json.h"
+#include "beneath.h"
 #include "launch_env.h"
 #include "path.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define ARGV_MAX_ITEMS 4096
 #define ARGV_MAX_BYTES (1u << 20)
@@ -72,52 +75,46 @@ static int parse_argv(const json_t *argv, struct sbx_launch_spec *s, struct sbx_
 	return 0;
 }
 
-/* An absolute host directory, resolved. */
-static char *host_dir(const char *path, const char *field, struct sbx_error *e)
+/* A host directory field: opened once into an fd (host_dir.h). */
+static int host_dir(const char *value, const char *field, struct sbx_host_dir *d, struct sbx_error *e)
 {
-	struct stat st;
-
-	if (path[0] != '/') {
-		bad(e, "bad-path", field, "must be an absolute path");
-		return NULL;
-	}
-	char *real = realpath(path, NULL);
-	if (!real) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: %.300s: %s", field, path, strerror(errno));
-		return NULL;
-	}
-	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: %.300s is not a directory", field, path);
-		free(real);
-		return NULL;
-	}
-	return real;
+	return sbx_host_dir_open(value, field, d, e);
 }
 
-/* Where the workspace and its read-only parent appear (runner-api 5.1). */
+/* Where the workspace and its read-only parent appear (runner-api 5.1):
+ * nested at /workspace/<rel> only when <rel>, opened below the parent's fd
+ * without a symlink, is the very workspace the fd holds. */
 static int place_workspace(struct sbx_launch_spec *s)
 {
-	if (s->ro_parent && strcmp(s->ro_parent, s->workspace) != 0 &&
-	    sbx_path_is_within(s->ro_parent, s->workspace)) {
-		const char *rel = s->workspace + strlen(s->ro_parent);
+	const char *rel = NULL;
+	if (s->ro_parent.fd >= 0 && sbx_path_is_within(s->ro_parent.path, s->workspace.path) &&
+	    strcmp(s->ro_parent.path, s->workspace.path) != 0) {
+		rel = s->workspace.path + strlen(s->ro_parent.path);
 		while (*rel == '/')
 			rel++;
+		int fd = sbx_open_beneath(s->ro_parent.fd, rel, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
+		if (fd < 0 || !sbx_same_file(fd, s->workspace.fd))
+			rel = NULL; /* moved meanwhile, or behind a symlink: mounted apart */
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rel) {
 		s->parent_mount = strdup("/workspace");
 		if (asprintf(&s->ws_mount, "/workspace/%s", rel) < 0)
 			s->ws_mount = NULL;
 	} else {
 		s->ws_mount = strdup("/workspace");
-		if (s->ro_parent)
+		if (s->ro_parent.fd >= 0)
 			s->parent_mount = strdup("/parent_workspace");
 	}
-	return s->ws_mount && (!s->ro_parent || s->parent_mount) ? 0 : -1;
+	return s->ws_mount && (s->ro_parent.fd < 0 || s->parent_mount) ? 0 : -1;
 }
 
 static int parse_cwd(const json_t *cwd, struct sbx_launch_spec *s, struct sbx_error *e)
 {
 	const char *want = json_is_string(cwd) ? json_string_value(cwd) : NULL;
 
-	if (!s->workspace) {
+	if (s->workspace.fd < 0) {
 		if (want)
 			return bad(e, "bad-field", "cwd", "needs a workspace");
 		s->cwd = strdup("/tmp");
@@ -133,18 +130,11 @@ static int parse_cwd(const json_t *cwd, struct sbx_launch_spec *s, struct sbx_er
 			      want, s->ws_mount);
 		return -1;
 	}
-	char *host = NULL;
-	if (asprintf(&host, "%s%s", s->workspace, want + strlen(s->ws_mount)) < 0)
+	const char *rel = want + strlen(s->ws_mount);
+	while (*rel == '/')
+		rel++;
+	if (sbx_host_dir_beneath(&s->workspace, rel, "cwd", &s->cwd_dir, e) != 0)
 		return -1;
-	s->cwd_host = sbx_path_resolve_within(s->workspace, host, "cwd", e);
-	free(host);
-	if (!s->cwd_host) {
-		e->exit_code = SBX_EXIT_USAGE;
-		return -1;
-	}
-	struct stat st;
-	if (stat(s->cwd_host, &st) != 0 || !S_ISDIR(st.st_mode))
-		return bad(e, "bad-path", "cwd", "must be a directory");
 	s->cwd = strdup(want);
 	return s->cwd ? 0 : -1;
 }
@@ -209,8 +199,7 @@ static int parse_environment(const json_t *env, struct sbx_launch_spec *s, struc
 		return 0;
 	if (sbx_json_validate(env, environment_fields, COUNT(environment_fields), "environment", e) != 0)
 		return -1;
-	s->env_prefix = host_dir(json_string_value(json_object_get(env, "prefix")), "environment.prefix", e);
-	return s->env_prefix ? 0 : -1;
+	return host_dir(json_string_value(json_object_get(env, "prefix")), "environment.prefix", &s->env_prefix, e);
 }
 
 /* A skill package read-only at /skills, and its writable extensions, a
@@ -221,13 +210,15 @@ static int parse_skills(const json_t *skills, struct sbx_launch_spec *s, struct 
 		return 0;
 	if (sbx_json_validate(skills, skills_fields, COUNT(skills_fields), "skills", e) != 0)
 		return -1;
-	if (!s->workspace)
+	if (s->workspace.fd < 0)
 		return bad(e, "bad-field", "skills", "needs a workspace");
-	if (!(s->skills_root = host_dir(json_string_value(json_object_get(skills, "root")), "skills.root", e)) ||
-	    !(s->skills_ext = host_dir(json_string_value(json_object_get(skills, "extensions")), "skills.extensions", e)))
+	const char *ext = json_string_value(json_object_get(skills, "extensions"));
+	if (!sbx_path_plain_relative(ext))
+		return bad(e, "bad-path", "skills.extensions",
+			   "must be a workspace-relative directory without '.', '..' or empty segments");
+	if (host_dir(json_string_value(json_object_get(skills, "root")), "skills.root", &s->skills_root, e) != 0 ||
+	    sbx_host_dir_beneath(&s->workspace, ext, "skills.extensions", &s->skills_ext, e) != 0)
 		return -1;
-	if (!sbx_path_is_within(s->workspace, s->skills_ext))
-		return bad(e, "bad-path", "skills.extensions", "must be a directory inside the workspace");
 	return 0;
 }
 
@@ -242,6 +233,8 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	const json_t *v;
 
 	memset(s, 0, sizeof(*s));
+	s->workspace = s->ro_parent = s->cwd_dir = s->env_prefix = SBX_HOST_DIR_NONE;
+	s->scratch = s->skills_root = s->skills_ext = SBX_HOST_DIR_NONE;
 	sbx_strvec_init(&s->argv);
 	sbx_strvec_init(&s->env_keys);
 	sbx_strvec_init(&s->env_values);
@@ -252,15 +245,15 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 		return -1;
 	if (sbx_launch_devices_parse(present(doc, "devices"), &s->devices, e) != 0)
 		return -1;
-	if ((v = present(doc, "workspace")) && !(s->workspace = host_dir(json_string_value(v), "workspace", e)))
+	if ((v = present(doc, "workspace")) && host_dir(json_string_value(v), "workspace", &s->workspace, e) != 0)
 		return -1;
 	if ((v = present(doc, "readOnlyWorkspace"))) {
-		if (!s->workspace)
+		if (s->workspace.fd < 0)
 			return bad(e, "bad-field", "readOnlyWorkspace", "needs a workspace");
-		if (!(s->ro_parent = host_dir(json_string_value(v), "readOnlyWorkspace", e)))
+		if (host_dir(json_string_value(v), "readOnlyWorkspace", &s->ro_parent, e) != 0)
 			return -1;
 	}
-	if (s->workspace && place_workspace(s) != 0)
+	if (s->workspace.fd >= 0 && place_workspace(s) != 0)
 		return bad(e, "internal", "workspace", "out of memory");
 	if (parse_cwd(present(doc, "cwd"), s, e) != 0 ||
 	    ((v = present(doc, "env")) && parse_env(v, s, e) != 0) ||
@@ -270,7 +263,7 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	/* Chips with no network: sockets allowed, still no route (sandbox.md 3.3). */
 	if (s->devices.present && s->profile == SBX_SECCOMP_BASELINE)
 		s->profile = SBX_SECCOMP_NPU;
-	if ((v = present(doc, "scratch")) && !(s->scratch = host_dir(json_string_value(v), "scratch", e)))
+	if ((v = present(doc, "scratch")) && host_dir(json_string_value(v), "scratch", &s->scratch, e) != 0)
 		return -1;
 	if (parse_skills(present(doc, "skills"), s, e) != 0)
 		return -1;
@@ -289,17 +282,19 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	sbx_strvec_free(&s->argv);
 	sbx_strvec_free(&s->env_keys);
 	sbx_strvec_free(&s->env_values);
-	free(s->workspace);
-	free(s->ro_parent);
+	sbx_host_dir_close(&s->workspace);
+	sbx_host_dir_close(&s->ro_parent);
 	free(s->ws_mount);
 	free(s->parent_mount);
 	free(s->cwd);
-	free(s->cwd_host);
-	free(s->env_prefix);
-	free(s->scratch);
-	free(s->skills_root);
-	free(s->skills_ext);
+	sbx_host_dir_close(&s->cwd_dir);
+	sbx_host_dir_close(&s->env_prefix);
+	sbx_host_dir_close(&s->scratch);
+	sbx_host_dir_close(&s->skills_root);
+	sbx_host_dir_close(&s->skills_ext);
 	free(s->egress_socket);
 	sbx_launch_devices_free(&s->devices);
 	memset(s, 0, sizeof(*s));
+	s->workspace = s->ro_parent = s->cwd_dir = s->env_prefix = SBX_HOST_DIR_NONE;
+	s->scratch = s->skills_root = s->skills_ext = SBX_HOST_DIR_NONE;
 }

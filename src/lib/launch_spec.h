@@ -5,6 +5,7 @@
 #define SBX_LAUNCH_SPEC_H
 
 #include "error.h"
+#include "host_dir.h"
 #include "launch_devices.h"
 #include "seccomp_table.h"
 #include "strvec.h"
@@ -18,17 +19,19 @@
 
 struct sbx_launch_spec {
 	struct sbx_strvec argv;
-	char *workspace;         /* realpath, or NULL */
-	char *ro_parent;         /* realpath of readOnlyWorkspace, or NULL */
+	/* Every host directory is an fd from here on (fd -1: absent); .path is
+	 * its name at the time it was opened, for display and mount points. */
+	struct sbx_host_dir workspace;
+	struct sbx_host_dir ro_parent;   /* readOnlyWorkspace */
 	char *ws_mount;          /* "/workspace" or "/workspace/<rel>" */
 	char *parent_mount;      /* "/workspace", "/parent_workspace" or NULL */
 	char *cwd;               /* inside the sandbox */
-	char *cwd_host;          /* its host realpath (NULL without a workspace) */
+	struct sbx_host_dir cwd_dir; /* the same directory below the workspace fd */
 	struct sbx_strvec env_keys, env_values; /* the spec's env, in its order */
-	char *env_prefix;        /* realpath of environment.prefix, or NULL */
-	char *scratch;           /* realpath of scratch (bound at /scratch), or NULL */
-	char *skills_root;       /* a skill package, read-only at /skills, or NULL */
-	char *skills_ext;        /* its extensions (in the workspace) at /skill-extensions */
+	struct sbx_host_dir env_prefix;  /* environment.prefix */
+	struct sbx_host_dir scratch;     /* bound at /scratch */
+	struct sbx_host_dir skills_root; /* a skill package, read-only at /skills */
+	struct sbx_host_dir skills_ext;  /* its extensions, below the workspace fd, at /skill-extensions */
 	char *egress_socket;     /* domain-allowlist: the gateway's socket, or NULL */
 	struct sbx_launch_devices devices; /* accelerators (sbx-npu's fragment) */
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
@@ -36,7 +39,8 @@ struct sbx_launch_spec {
 	enum sbx_seccomp_profile profile;
 };
 
-/* Parses and validates; on failure the error names the field (exit 2). */
+/* Parses and validates; on failure the error names the field (exit 2).
+ * Each host directory field is "fd:N" or an absolute path (host_dir.h). */
 int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *spec, struct sbx_error *e);
 void sbx_launch_spec_free(struct sbx_launch_spec *spec);
 

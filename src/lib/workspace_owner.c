@@ -1,4 +1,5 @@
-/* workspace_owner.c — an fd-relative walk that chowns what is not ours. */
+/* workspace_owner.c — fd-relative walks of a workspace: chown what is not
+ * the workload's before a run, clear set-uid/set-gid bits after it. */
 #include "workspace_owner.h"
 #include "exitcodes.h"
 
@@ -14,15 +15,20 @@ struct walk {
 	gid_t gid;
 	dev_t dev;
 	long changed;
+	const char *name;
 	struct sbx_error *e;
+	/* What to do with one entry (not the root) below dirfd. */
+	int (*visit)(struct walk *w, int dirfd, const char *name, const struct stat *st);
 };
 
-static int fix(struct walk *w, int dirfd, const char *name, const struct stat *st)
+static int own(struct walk *w, int dirfd, const char *name, const struct stat *st)
 {
 	if (st->st_uid == w->uid && st->st_gid == w->gid)
 		return 0;
 	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1)
 		return 0;
+	/* By name from the parent fd, never following: a swap since the
+	 * fstatat changes at most the symlink itself. */
 	if (fchownat(dirfd, name, w->uid, w->gid, AT_SYMLINK_NOFOLLOW) != 0 && errno != ENOENT) {
 		sbx_error_set(w->e, SBX_EXIT_INTERNAL, "chown-failed", "workspace: cannot chown %.200s: %s",
 			      name, strerror(errno));
@@ -32,6 +38,29 @@ static int fix(struct walk *w, int dirfd, const char *name, const struct stat *s
 	return 0;
 }
 
+static int clear_setid(struct walk *w, int dirfd, const char *name, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode) || !(st->st_mode & (S_ISUID | S_ISGID)))
+		return 0;
+	/* The file itself, checked again through its own fd before the chmod. */
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat now;
+	if (fd < 0)
+		return 0; /* gone, or replaced by a symlink: nothing of ours to clear */
+	int rc = 0;
+	if (fstat(fd, &now) == 0 && S_ISREG(now.st_mode) && (now.st_mode & (S_ISUID | S_ISGID))) {
+		if (fchmod(fd, now.st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) == 0) {
+			w->changed++;
+		} else {
+			sbx_error_set(w->e, SBX_EXIT_INTERNAL, "chmod-failed", "workspace: cannot clear set-id bits of %.200s: %s",
+				      name, strerror(errno));
+			rc = -1;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
 static int walk_dir(struct walk *w, int dirfd, int depth)
 {
 	if (depth > SBX_WORKSPACE_MAX_DEPTH) {
@@ -39,7 +68,7 @@ static int walk_dir(struct walk *w, int dirfd, int depth)
 			      "workspace: directories nested deeper than %d", SBX_WORKSPACE_MAX_DEPTH);
 		return -1;
 	}
-	int listfd = dup(dirfd);
+	int listfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = listfd >= 0 ? fdopendir(listfd) : NULL;
 	if (!dir) {
 		if (listfd >= 0)
@@ -56,9 +85,9 @@ static int walk_dir(struct walk *w, int dirfd, int depth)
 			continue; /* vanished meanwhile */
 		if (st.st_dev != w->dev)
 			continue; /* another filesystem mounted inside: not ours to change */
-		rc = fix(w, dirfd, de->d_name, &st);
+		rc = w->visit(w, dirfd, de->d_name, &st);
 		if (rc == 0 && S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub = openat(dirfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
 				rc = walk_dir(w, sub, depth + 1);
 				close(sub);
@@ -69,31 +98,37 @@ static int walk_dir(struct walk *w, int dirfd, int depth)
 	return rc;
 }
 
-long sbx_workspace_own(const char *root, uid_t uid, gid_t gid, struct sbx_error *e)
+static long walk_root(struct walk *w, int rootfd)
 {
-	struct walk w = { .uid = uid, .gid = gid, .e = e };
 	struct stat st;
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: %s", root, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fstat(rootfd, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		sbx_error_set(w->e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: not a directory", w->name);
 		return -1;
 	}
-	w.dev = st.st_dev;
+	w->dev = st.st_dev;
 	int rc = 0;
-	if (st.st_uid != uid || st.st_gid != gid) {
-		if (fchown(fd, uid, gid) != 0) {
-			sbx_error_set(e, SBX_EXIT_INTERNAL, "chown-failed", "workspace: cannot chown %.300s: %s",
-				      root, strerror(errno));
+	if (w->visit == own && (st.st_uid != w->uid || st.st_gid != w->gid)) {
+		if (fchownat(rootfd, "", w->uid, w->gid, AT_EMPTY_PATH) != 0) {
+			sbx_error_set(w->e, SBX_EXIT_INTERNAL, "chown-failed", "workspace: cannot chown %.300s: %s",
+				      w->name, strerror(errno));
 			rc = -1;
 		} else {
-			w.changed++;
+			w->changed++;
 		}
 	}
 	if (rc == 0)
-		rc = walk_dir(&w, fd, 1);
-	close(fd);
-	return rc == 0 ? w.changed : -1;
+		rc = walk_dir(w, rootfd, 1);
+	return rc == 0 ? w->changed : -1;
+}
+
+long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, struct sbx_error *e)
+{
+	struct walk w = { .uid = uid, .gid = gid, .name = name, .e = e, .visit = own };
+	return walk_root(&w, rootfd);
+}
+
+long sbx_workspace_clear_setid(int rootfd, const char *name, struct sbx_error *e)
+{
+	struct walk w = { .name = name, .e = e, .visit = clear_setid };
+	return walk_root(&w, rootfd);
 }

@@ -13,10 +13,16 @@
 
 #define SBX_WORKSPACE_MAX_DEPTH 512
 
-/* Walks root by directory fds (never by path, so a swapped component cannot
+/* Walks rootfd (any directory fd, O_PATH too; name is for messages) by
+ * directory fds (never by path, so a swapped component cannot
  * redirect it), stays on root's filesystem, never follows symlinks, and
  * skips non-directories with more than one link (they may be shared with
  * files outside). Returns the number of entries changed, or -1. */
-long sbx_workspace_own(const char *root, uid_t uid, gid_t gid, struct sbx_error *e);
+long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, struct sbx_error *e);
+
+/* After a run: clears the set-uid and set-gid bits of every regular file
+ * below rootfd (the same walk; each file opened O_NOFOLLOW | O_NONBLOCK and
+ * checked regular before its fchmod). Returns how many it cleared, or -1. */
+long sbx_workspace_clear_setid(int rootfd, const char *name, struct sbx_error *e);
 
 #endif

@@ -3,6 +3,7 @@
  * while hashed, a manifest per snapshot; reads serve only the owning
  * workspace's selected paths, whatever became of the live workspace. */
 #include "httpd.h"
+#include "../lib/beneath.h"
 #include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
 #include "../lib/io.h"
@@ -91,7 +92,7 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 			continue;
 		char sha[SBX_SHA256_HEX_LEN + 1];
 		struct stat st;
-		int fd = sbx_open_beneath(root, en->path);
+		int fd = sbx_open_beneath(root, en->path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
 		ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && store_object(fd, sha) == 0;
 		if (fd >= 0)
 			close(fd);

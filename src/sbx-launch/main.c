@@ -130,16 +130,26 @@ static int list_seccomp(void)
 	return SBX_EXIT_OK;
 }
 
-/* The probe answer: from --capabilities, else the cached probe for the uid
- * the workload runs as (called after the switch). */
-static json_t *capabilities(const struct options *o, const char *cache_dir, struct sbx_sandbox_profile *p)
+/* The --capabilities file, read as the starting user (before any switch):
+ * `--capabilities <(sbx-probe)` and a 0600 file work as root. */
+static json_t *capabilities_file(const struct options *o)
+{
+	struct sbx_error e;
+	json_t *answer = NULL;
+	if (o->capabilities && !(answer = sbx_json_load(o->capabilities, SBX_JSON_MAX_INPUT, &e)))
+		sbx_die(&e);
+	return answer;
+}
+
+/* The probe answer: the --capabilities file's, else the cached probe for
+ * the uid the workload runs as (called after the switch). */
+static json_t *capabilities(json_t *given, const char *cache_dir, struct sbx_sandbox_profile *p)
 {
 	struct sbx_error e;
 	json_t *answer;
 
-	if (o->capabilities) {
-		if (!(answer = sbx_json_load(o->capabilities, SBX_JSON_MAX_INPUT, &e)))
-			sbx_die(&e);
+	if (given) {
+		answer = given;
 	} else {
 		struct sbx_probe_request req = { .cache_dir = cache_dir };
 		answer = sbx_probe(&req);
@@ -159,14 +169,27 @@ static json_t *capabilities(const struct options *o, const char *cache_dir, stru
 	return answer;
 }
 
-/* The workload's uid must reach what bwrap binds: checked as that uid. */
-static void check_access(const char *path, int mode, const char *field, const struct sbx_run_as *r)
+/* The workload's uid must reach what bwrap binds: checked as that uid, on
+ * the fd itself and (bwrap finds a bound fd again by its name) on the way
+ * to it. Only a refusal follows from the check; nothing is opened by name. */
+static void check_access(const struct sbx_host_dir *d, int mode, const char *field, const struct sbx_run_as *r)
+{
+	struct sbx_error e;
+	if (d->fd >= 0 && (faccessat(d->fd, "", mode, AT_EMPTY_PATH) != 0 || access(d->path, X_OK) != 0)) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "not-accessible", "%s: %.300s is not %s by uid %u", field, d->path,
+			      mode & W_OK ? "writable" : "readable", (unsigned)r->uid);
+		sbx_error_remedy(&e, "Make every parent directory searchable (o+x, or g+x for the sandbox's group) and the directory accessible to that uid.");
+		sbx_die(&e);
+	}
+}
+
+static void check_file_access(const char *path, int mode, const char *field, const struct sbx_run_as *r)
 {
 	struct sbx_error e;
 	if (path && access(path, mode) != 0) {
 		sbx_error_set(&e, SBX_EXIT_USAGE, "not-accessible", "%s: %.300s is not %s by uid %u", field, path,
 			      mode & W_OK ? "writable" : "readable", (unsigned)r->uid);
-		sbx_error_remedy(&e, "Make every parent directory searchable (o+x) and the path accessible to that uid.");
+		sbx_error_remedy(&e, "Make every parent directory searchable and the path accessible to that uid.");
 		sbx_die(&e);
 	}
 }
@@ -211,6 +234,12 @@ static json_t *dry_run_record(const struct sbx_launch_spec *spec, const struct s
 				"seccomp", "arch", prog->arch, "libseccomp", prog->libseccomp,
 				"instructions", (json_int_t)prog->instructions, "fromCache", prog->from_cache,
 				"runAs", "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid, "probe", probe);
+	/* Which host directory each --bind-fd slot holds. */
+	json_t *binds = json_array();
+	for (size_t i = 0; i < plan->n_bind; i++)
+		json_array_append_new(binds, json_pack("{s:i,s:o}", "fd", SBX_BIND_FD_FIRST + (int)i, "path",
+						       sbx_json_string_lossy(plan->bind_name[i])));
+	json_object_set_new(out, "binds", binds);
 	return out;
 }
 
@@ -232,6 +261,7 @@ int main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	if (o.list_seccomp)
 		return list_seccomp();
+	json_t *given_caps = capabilities_file(&o);
 
 	/* 1. The whole spec, before anything on the host changes. */
 	json_t *doc = sbx_json_load(o.spec, SBX_JSON_MAX_INPUT, &e);
@@ -248,8 +278,8 @@ int main(int argc, char **argv)
 	snprintf(cache, sizeof(cache), "%s/cache", data);
 
 	/* 2. As the starting user: workspace ownership, identity, filter. */
-	if (who.switch_user && !o.dry_run && spec.workspace &&
-	    sbx_workspace_own(spec.workspace, who.uid, who.gid, &e) < 0)
+	if (who.switch_user && !o.dry_run && spec.workspace.fd >= 0 &&
+	    sbx_workspace_own_at(spec.workspace.fd, spec.workspace.path, who.uid, who.gid, &e) < 0)
 		sbx_die(&e);
 	if (sbx_identity_files(data, who.uid, who.gid, &id, &e) != 0 ||
 	    sbx_mkdir_p(cache, 0700, &e) != 0 ||
@@ -262,20 +292,22 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	/* A dry run as root leaves ownership alone; the real run fixes it first. */
 	if (!(who.switch_user && o.dry_run)) {
-		check_access(spec.workspace, R_OK | W_OK | X_OK, "workspace", &who);
-		check_access(spec.cwd_host, X_OK, "cwd", &who);
+		check_access(&spec.workspace, R_OK | W_OK | X_OK, "workspace", &who);
+		check_access(&spec.cwd_dir, X_OK, "cwd", &who);
 	}
-	check_access(spec.ro_parent, R_OK | X_OK, "readOnlyWorkspace", &who);
-	check_access(spec.env_prefix, R_OK | X_OK, "environment.prefix", &who);
-	check_access(spec.skills_root, R_OK | X_OK, "skills.root", &who);
-	if (!(who.switch_user && o.dry_run))
-		check_access(spec.scratch, R_OK | W_OK | X_OK, "scratch", &who);
-	check_access(id.passwd, R_OK, "data directory (identity files)", &who);
-	check_access(spec.egress_socket, R_OK | W_OK, "network.socket", &who);
-	json_t *probe = capabilities(&o, user_cache, &profile);
+	check_access(&spec.ro_parent, R_OK | X_OK, "readOnlyWorkspace", &who);
+	check_access(&spec.env_prefix, R_OK | X_OK, "environment.prefix", &who);
+	check_access(&spec.skills_root, R_OK | X_OK, "skills.root", &who);
+	if (!(who.switch_user && o.dry_run)) {
+		check_access(&spec.skills_ext, R_OK | W_OK | X_OK, "skills.extensions", &who);
+		check_access(&spec.scratch, R_OK | W_OK | X_OK, "scratch", &who);
+	}
+	check_file_access(id.passwd, R_OK, "data directory (identity files)", &who);
+	check_file_access(spec.egress_socket, R_OK | W_OK, "network.socket", &who);
+	json_t *probe = capabilities(given_caps, user_cache, &profile);
 
 	/* 4. The command line. */
-	sbx_launch_host_scan(spec.env_prefix != NULL, &host);
+	sbx_launch_host_scan(spec.env_prefix.fd >= 0, &host);
 	if (spec.egress_socket && sbx_launch_host_find_bridge(&host, &e) != 0)
 		sbx_die(&e);
 	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
@@ -309,6 +341,7 @@ int main(int argc, char **argv)
 		sbx_strvec_insert(&plan.argv, 2, "4");
 	}
 	fflush(NULL);
-	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, o.info_fd, o.channel_fd, &e);
+	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, o.info_fd, o.channel_fd, plan.bind_src, plan.n_bind,
+			&e);
 	sbx_die(&e);
 }

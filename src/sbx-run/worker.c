@@ -1,5 +1,6 @@
 /* worker.c — handling the worker's messages under the caps. */
 #include "worker.h"
+#include "../lib/beneath.h"
 #include "run.h"
 #include "../lib/atomic_file.h"
 #include "../lib/diag.h"
@@ -95,7 +96,7 @@ static int ingest(struct run *r, const char *folder, const char *rel, char diges
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", folder, rel);
-	int fd = sbx_open_beneath(w->scratch_fd, path);
+	int fd = sbx_open_beneath(w->scratch_fd, path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
 	if (fd < 0)
 		return stop_with(w, WORKER_VIOLATION, "%.300s: not a file inside scratch (symlinks are not followed)", path);
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -267,7 +268,7 @@ static void collect(struct run *r, int dirfd, const char *prefix, json_t *files,
 			*complete = false; /* symlinks and devices are not outputs */
 			continue;
 		}
-		int fd = sbx_open_beneath(dirfd, de->d_name);
+		int fd = sbx_open_beneath(dirfd, de->d_name, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
 		char digest[72] = "";
 		uint64_t size = 0;
 		struct sbx_error e = { 0 };
