@@ -94,9 +94,21 @@ int sbx_write_all(int fd, const void *buf, size_t len)
 
 int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e)
 {
-	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, st) != 0) {
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
+		return -1;
+	}
+	int listable = sbx_open_walk_root_at(fd, root, st, e);
+	close(fd);
+	return listable;
+}
+
+int sbx_open_walk_root_at(int rootfd, const char *name, struct stat *st, struct sbx_error *e)
+{
+	int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, st) != 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", name, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -124,13 +136,13 @@ int sbx_process_start_time(pid_t pid, char *out, size_t size)
 	return out[0] ? 0 : -1;
 }
 
-int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e)
+int sbx_walk_start(int rootfd, const char *name, void *w, struct stat *st, struct sbx_error *e)
 {
 	if (!w) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", name);
 		return -1;
 	}
-	int fd = sbx_open_walk_root(root, st, e);
+	int fd = sbx_open_walk_root_at(rootfd, name, st, e);
 	if (fd < 0)
 		free(w);
 	return fd;

@@ -144,12 +144,25 @@ static void walk_dir(struct walk *w, int dirfd, int depth)
 
 int sbx_quota_usage(const char *root, struct sbx_usage *u, struct sbx_error *e)
 {
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		memset(u, 0, sizeof(*u));
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
+		return -1;
+	}
+	int rc = sbx_quota_usage_at(fd, root, u, e);
+	close(fd);
+	return rc;
+}
+
+int sbx_quota_usage_at(int rootfd, const char *root, struct sbx_usage *u, struct sbx_error *e)
+{
 	struct walk *w = calloc(1, sizeof(*w));
 	struct stat st;
 
 	memset(u, 0, sizeof(*u));
 	u->errors = json_array();
-	int fd = sbx_walk_start(root, w, &st, e);
+	int fd = sbx_walk_start(rootfd, root, w, &st, e);
 	if (fd < 0)
 		return -1;
 	w->u = u;

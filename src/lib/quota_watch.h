@@ -11,5 +11,7 @@
 
 /* True when root holds more than limit bytes; *bytes gets the usage. */
 bool sbx_quota_exceeded(const char *root, uint64_t limit, uint64_t *bytes);
+/* The same for a directory fd (O_PATH too). */
+bool sbx_quota_exceeded_at(int rootfd, uint64_t limit, uint64_t *bytes);
 
 #endif

@@ -12,15 +12,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sbx_lease_take(const char *state_dir, const char *workspace, void (*on_wait)(void *), void *arg,
+int sbx_lease_take(const char *state_dir, int wsfd, void (*on_wait)(void *), void *arg,
 		   bool (*cancelled)(void), bool *queued, struct sbx_error *e)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	struct stat st;
 
 	*queued = false;
-	if (stat(workspace, &st) != 0) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: %s", workspace, strerror(errno));
+	if (fstat(wsfd, &st) != 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "workspace: %s", strerror(errno));
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%s/locks", state_dir);

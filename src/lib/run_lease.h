@@ -8,11 +8,11 @@
 
 #include <stdbool.h>
 
-/* Takes the lease on workspace (a realpath). *queued is set when another
+/* Takes the lease on the workspace held by wsfd (its device and inode). *queued is set when another
  * holder had it and this call waited (on_wait runs once, before waiting).
  * A signal that interrupts the wait and makes cancelled() true ends it:
  * -1 with the error code "cancelled". */
-int sbx_lease_take(const char *state_dir, const char *workspace, void (*on_wait)(void *), void *arg,
+int sbx_lease_take(const char *state_dir, int wsfd, void (*on_wait)(void *), void *arg,
 		   bool (*cancelled)(void), bool *queued, struct sbx_error *e);
 
 #endif

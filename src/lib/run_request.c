@@ -137,7 +137,9 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 
 	if (!strcmp(r->language, "r") && !managed)
 		return bad(e, "environment", "R execution requires the scientific environment capability (an environment prefix)");
-	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", r->workspace);
+	char ws_ref[32];
+	snprintf(ws_ref, sizeof(ws_ref), "fd:%d", r->ws.fd);
+	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", ws_ref);
 	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "tmpSizeBytes", "skills" };
 	if (egress_policy(r, e) != 0)
 		return -1;
@@ -239,6 +241,7 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 	long long v;
 
 	memset(r, 0, sizeof(*r));
+	r->ws = SBX_HOST_DIR_NONE;
 	r->doc = doc;
 	if (sbx_json_validate(doc, request_fields, COUNT(request_fields), "", e) != 0)
 		return -1;
@@ -263,12 +266,14 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 	if (r->code_len > SBX_CODE_MAX_BYTES)
 		return bad(e, "code", "larger than 16 MiB");
 	const char *ws = sbx_json_string_or(doc, "workspace", "");
-	if (ws[0] != '/')
-		return bad(e, "workspace", "must be an absolute path");
-	if (!(r->workspace = realpath(ws, NULL))) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "workspace: %.300s: %s", ws, strerror(errno));
+	int inherited;
+	if (ws[0] != '/' && !sbx_host_dir_fd_ref(ws, &inherited))
+		return bad(e, "workspace", "must be an absolute path or fd:N (an inherited directory descriptor)");
+	if (sbx_host_dir_open(ws, "workspace", &r->ws, e) != 0) {
+		e->exit_code = SBX_EXIT_USAGE;
 		return -1;
 	}
+	r->workspace = r->ws.path;
 	if (non_negative(doc, "timeoutMs", 0, &r->timeout_ms, e) != 0 ||
 	    non_negative(doc, "maxWorkspaceBytes", (long long)SBX_QUOTA_DEFAULT_BYTES, &v, e) != 0)
 		return -1;
@@ -299,8 +304,9 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 
 void sbx_run_request_free(struct sbx_run_request *r)
 {
-	free(r->workspace);
+	sbx_host_dir_close(&r->ws);
 	json_decref(r->spec);
 	json_decref(r->egress_policy);
 	memset(r, 0, sizeof(*r));
+	r->ws = SBX_HOST_DIR_NONE;
 }

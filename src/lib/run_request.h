@@ -4,6 +4,7 @@
 #define SBX_RUN_REQUEST_H
 
 #include "error.h"
+#include "host_dir.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -36,7 +37,8 @@ struct sbx_run_request {
 	char language[8];           /* shell | python | r */
 	const char *code;           /* points into doc */
 	size_t code_len;
-	char *workspace;            /* realpath */
+	struct sbx_host_dir ws;     /* the workspace, held from the parse on */
+	const char *workspace;      /* ws.path: display only */
 	long long timeout_ms;       /* 0: none */
 	uint64_t max_workspace_bytes; /* 0: unlimited */
 	uint64_t max_output_bytes;    /* 0: never truncate */

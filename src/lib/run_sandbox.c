@@ -1,6 +1,7 @@
 /* run_sandbox.c — start, identify, signal and reap a sandbox. */
 #include "run_sandbox.h"
 #include "exitcodes.h"
+#include "host_dir.h"
 #include "io.h"
 #include "spawn.h"
 
@@ -43,12 +44,42 @@ static void close_pair(int p[2])
 		close(p[1]);
 }
 
+#define MAX_DIR_FDS 8
+
+/* The spec as sbx-launch sees it: each host directory given as "fd:N" (an
+ * fd of this process) is handed on and renumbered from first. */
+static json_t *spec_for_child(const json_t *spec, int first, int *fds, size_t *n)
+{
+	static const char *const fields[][2] = { { "workspace", NULL }, { "readOnlyWorkspace", NULL },
+						 { "scratch", NULL }, { "environment", "prefix" },
+						 { "skills", "root" } };
+	json_t *copy = json_deep_copy(spec);
+	*n = 0;
+	for (size_t i = 0; copy && i < sizeof(fields) / sizeof(fields[0]); i++) {
+		json_t *holder = fields[i][1] ? json_object_get(copy, fields[i][0]) : copy;
+		const char *key = fields[i][1] ? fields[i][1] : fields[i][0];
+		int fd;
+		if (!json_is_object(holder) || !sbx_host_dir_fd_ref(json_string_value(json_object_get(holder, key)), &fd))
+			continue;
+		char ref[32];
+		snprintf(ref, sizeof(ref), "fd:%d", first + (int)*n);
+		fds[(*n)++] = fd;
+		json_object_set_new(holder, key, json_string(ref));
+	}
+	return copy;
+}
+
 int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd, int channel_fd,
 		      struct sbx_sandbox *sb, struct sbx_error *e)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 }, plan[2] = { -1, -1 };
 	int memfd = memfd_create("sbx-spec", MFD_CLOEXEC);
-	char *text = json_dumps(spec, JSON_COMPACT);
+	/* fds 3.. of sbx-launch: the spec, info, the channel (if any), the plan, then directories. */
+	int with[4 + MAX_DIR_FDS], without[3 + MAX_DIR_FDS];
+	size_t n_dirs = 0, base = channel_fd >= 0 ? 4 : 3;
+	json_t *child_spec = spec_for_child(spec, 3 + (int)base, (channel_fd >= 0 ? with : without) + base, &n_dirs);
+	char *text = child_spec ? json_dumps(child_spec, JSON_COMPACT) : NULL;
+	json_decref(child_spec);
 
 	memset(sb, 0, sizeof(*sb));
 	sb->pid = -1;
@@ -64,12 +95,15 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_f
 	/* The spec is read by sbx-launch from fd 3; bwrap reports on fd 4; the
 	 * worker channel's end is fd 5; sbx-launch's plan (the environment and
 	 * working directory it gives) comes back on fd 6 (5 without a channel). */
-	const int with[4] = { memfd, info[1], channel_fd, plan[1] }, without[3] = { memfd, info[1], plan[1] };
+	with[0] = without[0] = memfd;
+	with[1] = without[1] = info[1];
+	with[2] = channel_fd;
+	with[3] = without[2] = plan[1];
 	const char *argv_with[] = { launch, "--info-fd", "4", "--channel-fd", "5", "--plan-fd", "6", "/proc/self/fd/3", NULL };
 	const char *argv_without[] = { launch, "--info-fd", "4", "--plan-fd", "5", "/proc/self/fd/3", NULL };
 	struct sbx_spawn s = { .argv = channel_fd >= 0 ? argv_with : argv_without, .stdin_fd = in[0],
 			       .stdout_fd = out[1], .stderr_fd = err[1], .extra_fds = channel_fd >= 0 ? with : without,
-			       .n_extra = channel_fd >= 0 ? 4 : 3, .new_session = true, .die_with_parent = true,
+			       .n_extra = base + n_dirs, .new_session = true, .die_with_parent = true,
 			       .cgroup_procs_fd = cgroup_procs_fd };
 	sb->pid = sbx_spawn_start(&s, NULL, e);
 	if (sb->pid < 0)

@@ -405,11 +405,23 @@ static int move_ref(struct commit *c, const char *ref, const char *digest)
 
 json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, struct sbx_error *e)
 {
+	int fd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: %s", workspace, strerror(errno));
+		return NULL;
+	}
+	json_t *receipt = sbx_snap_commit_at(fd, store, ref, e);
+	close(fd);
+	return receipt;
+}
+
+json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct sbx_error *e)
+{
 	struct commit c = { .store = store, .e = e };
 	struct sbx_snap_scan s = { 0 };
 	json_t *receipt = NULL;
 	uint64_t files = 0, bytes = 0, hashed = 0;
-	char digest[72];
+	char digest[72], real[PATH_MAX];
 	int lock = -1, rootfd = -1;
 
 	if (ref && !sbx_snap_valid_ref(ref)) {
@@ -417,15 +429,14 @@ json_t *sbx_snap_commit(const char *workspace, const char *store, const char *re
 			      "not start with '.' nor end in .log", ref);
 		return NULL;
 	}
-	char *real = realpath(workspace, NULL);
-	if (!real) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: %s", workspace, strerror(errno));
-		return NULL;
-	}
+	/* The stat cache is keyed by the workspace's name: a cache miss costs
+	 * only a rehash, and the cache is checked against every stat fact. */
+	if (sbx_fd_path(wsfd, real, sizeof(real)) != 0)
+		snprintf(real, sizeof(real), "fd");
 	sbx_map_init(&c.cache);
 	if (prepare_store(store, e) != 0 || (lock = sbx_snap_lock(store, false, e)) < 0 ||
-	    (rootfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || !(c.buf = malloc(COPY_BUF)) ||
-	    sbx_snap_scan(real, &s, e) != 0)
+	    (rootfd = openat(wsfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || !(c.buf = malloc(COPY_BUF)) ||
+	    sbx_snap_scan_at(rootfd, real, &s, e) != 0)
 		goto done;
 	snprintf(c.cache_path, sizeof(c.cache_path), "%s/statcache/%016llx.tsv", store,
 		 (unsigned long long)sbx_fnv1a64(SBX_FNV_INIT, real, strlen(real)));
@@ -477,7 +488,6 @@ done:
 	sbx_snap_scan_free(&s);
 	sbx_map_free(&c.cache, free);
 	free(c.buf);
-	free(real);
 	if (rootfd >= 0)
 		close(rootfd);
 	if (lock >= 0)

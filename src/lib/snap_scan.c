@@ -123,11 +123,24 @@ static int by_path(const void *a, const void *b)
 
 int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e)
 {
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		memset(s, 0, sizeof(*s));
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
+		return -1;
+	}
+	int rc = sbx_snap_scan_at(fd, root, s, e);
+	close(fd);
+	return rc;
+}
+
+int sbx_snap_scan_at(int rootfd, const char *root, struct sbx_snap_scan *s, struct sbx_error *e)
+{
 	struct scan *w = calloc(1, sizeof(*w));
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
-	int fd = sbx_walk_start(root, w, &st, e);
+	int fd = sbx_walk_start(rootfd, root, w, &st, e);
 	if (fd < 0)
 		return -1;
 	w->s = s;

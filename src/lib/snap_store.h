@@ -24,6 +24,8 @@
  * {digest, size, files, bytes, mediaType, pool, hashedFiles[, ref]} or NULL;
  * hashedFiles counts the files the stat cache could not vouch for. */
 json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, struct sbx_error *e);
+/* The same for a workspace held as a directory fd (O_PATH too). */
+json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct sbx_error *e);
 
 /* Copies an open file into the store as an object, hashed in the same
  * read; more than cap bytes (0: no cap) is an error (exit 6). */

@@ -214,7 +214,7 @@ static int execute(struct run *r, struct sbx_error *e)
 	bool queued;
 	char message[512];
 
-	r->lease_fd = sbx_lease_take(r->state_dir, r->req.workspace, on_queued, r, was_cancelled, &queued, e);
+	r->lease_fd = sbx_lease_take(r->state_dir, r->req.ws.fd, on_queued, r, was_cancelled, &queued, e);
 	if (queued) {
 		sigset_t mask = stop_signals();
 		sigprocmask(SIG_BLOCK, &mask, NULL);
@@ -229,7 +229,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	}
 	r->started_at_ms = run_now_ms();
-	if (sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
+	if (sbx_quota_exceeded_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes)) {
 		sbx_quota_message(false, r->req.max_workspace_bytes, message, sizeof(message));
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
 		return fail(r, e);
@@ -238,7 +238,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	if (run_devices_attach(r, e) != 0)
 		return fail(r, e);
-	if (sbx_snap_scan(r->req.workspace, &r->before, e) != 0 ||
+	if (sbx_snap_scan_at(r->req.ws.fd, r->req.workspace, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
 	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, r->worker.sandbox_end, &r->sb, e) != 0)
 		return fail(r, e);
@@ -278,7 +278,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		r->violated = r->worker.outcome == WORKER_VIOLATION;
 		r->exhausted = !r->violated;
 	}
-	if (sbx_snap_scan(r->req.workspace, &r->after, e) != 0)
+	if (sbx_snap_scan_at(r->req.ws.fd, r->req.workspace, &r->after, e) != 0)
 		return fail(r, e);
 	if (r->violated) {
 		sbx_error_set(e, SBX_EXIT_VIOLATION, "sandbox-violation", "%s", r->worker.why);
@@ -286,7 +286,7 @@ static int execute(struct run *r, struct sbx_error *e)
 	} else if (r->exhausted) {
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "resource-exhausted", "%s", r->worker.why);
 		fail(r, e);
-	} else if (r->quota_hit || sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
+	} else if (r->quota_hit || sbx_quota_exceeded_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes)) {
 		r->quota_hit = true;
 		sbx_quota_message(true, r->req.max_workspace_bytes, message, sizeof(message));
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
@@ -302,11 +302,9 @@ static int execute(struct run *r, struct sbx_error *e)
 	}
 	if (r->store[0]) {
 		char ref[96];
-		struct stat st;
-		stat(r->req.workspace, &st);
-		snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+		snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)r->req.ws.dev, (unsigned long long)r->req.ws.ino);
 		struct sbx_error se;
-		if (!(r->snapshot = sbx_snap_commit(r->req.workspace, r->store, ref, &se)) && !r->exit_code)
+		if (!(r->snapshot = sbx_snap_commit_at(r->req.ws.fd, r->store, ref, &se)) && !r->exit_code)
 			return fail(r, &se);
 	}
 	return r->exit_code;

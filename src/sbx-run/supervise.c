@@ -153,11 +153,11 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		if (!exited && !grace_end && now >= next_quota) {
 			next_quota = now + SBX_QUOTA_INTERVAL_MS;
 			uint64_t scratch_bytes;
-			if (sbx_quota_exceeded(r->req.workspace, r->req.max_workspace_bytes, &r->quota_bytes)) {
+			if (sbx_quota_exceeded_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes)) {
 				r->quota_hit = true;
 				stop(r, true, &grace_end); /* no grace: every ms writes more */
-			} else if (r->worker.scratch[0] &&
-				   sbx_quota_exceeded(r->worker.scratch, r->req.caps.scratch_bytes, &scratch_bytes)) {
+			} else if (r->worker.scratch_fd >= 0 &&
+				   sbx_quota_exceeded_at(r->worker.scratch_fd, r->req.caps.scratch_bytes, &scratch_bytes)) {
 				r->exhausted = true;
 				r->worker.outcome = WORKER_EXHAUSTED;
 				snprintf(r->worker.why, sizeof(r->worker.why),

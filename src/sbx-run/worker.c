@@ -51,7 +51,9 @@ int worker_open(struct run *r, uid_t uid, gid_t gid, bool chown_scratch, struct 
 	w->fd = pair[0];
 	w->sandbox_end = pair[1];
 	fcntl(w->fd, F_SETFL, O_NONBLOCK);
-	json_object_set_new(r->req.spec, "scratch", json_string(w->scratch));
+	char ref[32];
+	snprintf(ref, sizeof(ref), "fd:%d", w->scratch_fd);
+	json_object_set_new(r->req.spec, "scratch", json_string(ref));
 	return 0;
 }
 

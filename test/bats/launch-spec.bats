@@ -56,10 +56,10 @@ bad_spec() {
     touch "$WS/file"
     bad_spec "$(spec_sh true '{"cwd":"sub"}')" "cwd: must be an absolute sandbox path"
     bad_spec "$(spec_sh true '{"cwd":"/workspace/sub/../.."}')" "without '.', '..'"
-    bad_spec "$(spec_sh true '{"cwd":"/workspace/etc-link"}')" "outside"
+    bad_spec "$(spec_sh true '{"cwd":"/workspace/etc-link"}')" "cwd: etc-link: a symbolic link on the path (refused)"
     bad_spec "$(spec_sh true '{"cwd":"/tmp"}')" "cwd: /tmp is not inside the workspace"
     bad_spec "$(spec_sh true '{"cwd":"/workspacex"}')" "is not inside the workspace"
-    bad_spec "$(spec_sh true '{"cwd":"/workspace/file"}')" "cwd: must be a directory"
+    bad_spec "$(spec_sh true '{"cwd":"/workspace/file"}')" "cwd: file: is not a directory"
     bad_spec "$(spec_sh true '{"cwd":"/workspace/nope"}')" "No such file or directory"
 }
 
@@ -122,14 +122,15 @@ bad_spec() {
     [[ "$stderr" == *"capabilities: not a probe answer"* ]]
 }
 
-# dry_run CAPS SPEC: prints the record's argv and cwd, one item per line, with
+# dry_run CAPS SPEC: prints the record's argv, cwd and the host directory each
+# --bind-fd slot holds, one item per line, with
 # the scratch paths templated and the host-optional binds removed.
 dry_run() {
     run --separate-stderr sbx-launch --dry-run --capabilities "$CAPS/$1.json" - <<<"$2"
     assert_success
     uid=$(expected_uid)
     gid=$(jq -r .runAs.gid <<<"$output")
-    jq -r '.argv[], "--- cwd", .cwd, "--- seccomp", .seccompProfile' <<<"$output" |
+    jq -r '.argv[], "--- cwd", .cwd, "--- seccomp", .seccompProfile, "--- binds", (.binds[] | "\(.fd) \(.path)")' <<<"$output" |
         awk -v skip=0 '
             skip > 0 { skip--; next }
             $0 == "--ro-bind" { getline src; getline dst
