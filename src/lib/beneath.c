@@ -108,25 +108,37 @@ static const char *after_prefix(const char *prefix, const char *path)
 	return path + n;
 }
 
-int sbx_open_dir_under(const char *root_path, const char *path, bool allow_root, const char *what,
-		       struct sbx_error *e)
+int sbx_path_below(const char *root_path, const char *path, char *rel, size_t size)
 {
-	char real_root[PATH_MAX], rel[PATH_MAX];
+	char real_root[PATH_MAX];
 	const char *rest = after_prefix(root_path, path);
 	if (!rest && realpath(root_path, real_root))
 		rest = after_prefix(real_root, path);
-	if (!rest) {
-		sbx_error_set(e, SBX_EXIT_POLICY, "outside-root", "%s: %.300s is not below %.300s", what, path, root_path);
+	if (!rest)
 		return -1;
-	}
-	/* "a//b/" means "a/b"; "." and ".." are refused by sbx_open_beneath. */
+	/* "a//b/" means "a/b"; "." and ".." are left for sbx_open_beneath to refuse. */
 	size_t n = 0;
-	for (const char *p = rest; *p && n < sizeof(rel) - 1; p++)
-		if (*p != '/' || (n > 0 && rel[n - 1] != '/'))
-			rel[n++] = *p;
+	for (const char *p = rest; *p; p++) {
+		if (*p == '/' && (n == 0 || rel[n - 1] == '/'))
+			continue;
+		if (n >= size - 1)
+			return -1;
+		rel[n++] = *p;
+	}
 	while (n > 0 && rel[n - 1] == '/')
 		n--;
 	rel[n] = '\0';
+	return 0;
+}
+
+int sbx_open_dir_under(const char *root_path, const char *path, bool allow_root, const char *what,
+		       struct sbx_error *e)
+{
+	char rel[PATH_MAX];
+	if (sbx_path_below(root_path, path, rel, sizeof(rel)) != 0) {
+		sbx_error_set(e, SBX_EXIT_POLICY, "outside-root", "%s: %.300s is not below %.300s", what, path, root_path);
+		return -1;
+	}
 	if (!rel[0] && !allow_root) {
 		sbx_error_set(e, SBX_EXIT_POLICY, "outside-root", "%s: %.300s is the root itself", what, path);
 		return -1;

@@ -6,6 +6,7 @@
 #include "error.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* How a path below the root may be resolved. */
@@ -22,6 +23,12 @@ enum sbx_beneath_mode {
  * leading '/', no empty, "." or ".." segment. -1 with errno: ELOOP for a
  * symlink, EXDEV for an escape, EINVAL for a rel that is not plain. */
 int sbx_open_beneath(int rootfd, const char *rel, int flags, enum sbx_beneath_mode mode);
+
+/* The rest of path below root_path (spelled as given or as its realpath),
+ * with repeated and trailing slashes dropped, into rel; -1 when path does
+ * not start with either spelling at a component boundary. Pure string
+ * work on the caller's side; only sbx_open_beneath may then open rel. */
+int sbx_path_below(const char *root_path, const char *path, char *rel, size_t size);
 
 /* An absolute host path the caller named, taken below root_path (a
  * directory the runner trusts, opened as it is): the path must spell

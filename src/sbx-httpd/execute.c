@@ -104,16 +104,18 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	json_t *doc = signed_body(r, "Invalid or expired execution signature", &sent);
 	if (!doc)
 		return sent;
-	if (request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg)) != 0) {
+	int ws_fd = request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg));
+	if (ws_fd < 0) {
 		json_decref(doc);
 		return reply_error(r, 400, "%s", msg);
 	}
 	const char *id = json_string_value(json_object_get(doc, "executionId"));
 	if (id && *id && !claim_id(id)) {
+		close(ws_fd);
 		json_decref(doc);
 		return reply_error(r, 409, "Execution ID has already been used");
 	}
-	int rc = request_build(doc, shell, workspace, &x, &run, msg, sizeof(msg));
+	int rc = request_build(doc, shell, workspace, ws_fd, &x, &run, msg, sizeof(msg));
 	json_decref(doc);
 	if (rc != 0)
 		return reply_error(r, 400, "%s", msg);
@@ -121,7 +123,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	struct watch w = { .r = r, .a = track(&x) };
 	snprintf(key, sizeof(key), "agent:%s\n%s", x.session, x.agent);
 	struct waiter *agent_turn = gate_enter(key, gone, &w), *ws_turn = NULL;
-	snprintf(key, sizeof(key), "ws:%s", x.workspace);
+	snprintf(key, sizeof(key), "ws:%llu:%llu", x.ws_dev, x.ws_ino);
 	if (agent_turn && !w.gone)
 		ws_turn = gate_enter(key, gone, &w);
 	struct child c;
@@ -129,7 +131,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	bool ran = false;
 	if (ws_turn && !w.gone) {
 		int lease = x.env_id[0] ? environments_lease(x.env_id) : -1;
-		if (runner_start(run, &c, &e) == 0) {
+		if (runner_start(run, x.fds, x.n_fds, &c, &e) == 0) {
 			w.c = &c;
 			runner_wait(&c, gone, &w);
 			ran = true;
@@ -142,6 +144,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	gate_leave(ws_turn);
 	gate_leave(agent_turn);
 	untrack(w.a);
+	api_exec_close(&x);
 	json_decref(run);
 	if (w.gone || !ws_turn) {
 		if (ran)

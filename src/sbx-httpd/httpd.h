@@ -150,6 +150,15 @@ enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
 /* remote.c, snapshots.c, skills.c: remote workspaces (runner-api 5.7). */
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
 enum MHD_Result handle_skills(struct req *r, const char *id);
+/* skills_held.c: the store, outside every workspace root, and its checks. */
+struct sbx_sha256;
+void skills_packages_dir(char *out, size_t size);
+void skills_package_id(const json_t *skills, char id[65]);
+void skills_hash_file(struct sbx_sha256 *h, const char *path, size_t size);
+int skills_write_manifest(int dirfd, const json_t *skills);
+/* The package at root (<store>/<id>) verified against its id: its fd
+ * (O_RDONLY directory), -1 when not held, -2 when it fails the check. */
+int skills_held_open(const char *root);
 /* <data>/remote-workspaces/<key> from a raw key (NULL with a 400 sent). */
 bool remote_workspace(struct req *r, const char *raw, bool create, char *dir, size_t size, enum MHD_Result *sent);
 /* A request's paths (null: all) as clean relative paths in *clean (NULL:

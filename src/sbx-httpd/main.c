@@ -3,6 +3,7 @@
  * and have the required options), the execution store; then it serves.
  * Every execution is an sbx-run child; no sandbox logic lives here. */
 #include "httpd.h"
+#include "../lib/run_as.h"
 #include "store.h"
 #include "../lib/atomic_file.h"
 #include "../lib/cli.h"
@@ -67,6 +68,18 @@ static void prepare_data_dir(const struct config *c)
 		snprintf(path, sizeof(path), "%s/%s", c->data_dir, subdirs[i]);
 		if (sbx_mkdir_p(path, 0755, &e) != 0)
 			sbx_die(&e);
+	}
+	/* As root: only root and the sandbox's group may pass the data root, so
+	 * no other host user reaches a workspace (or a set-uid file a workload
+	 * left there before the runner cleared it). bwrap, which runs as the
+	 * sandbox uid and finds each --bind-fd directory again by its name,
+	 * still can. */
+	struct sbx_run_as who;
+	if (geteuid() == 0 && sbx_run_as_resolve(NULL, &who, &e) == 0) {
+		int dfd = open(c->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0 || fchown(dfd, 0, who.gid) != 0 || fchmod(dfd, 0710) != 0)
+			die("data-dir-unusable", "SCIENCE_AGENT_DATA_DIR: %s: cannot restrict it to root and the sandbox group", c->data_dir);
+		close(dfd);
 	}
 	snprintf(path, sizeof(path), "%s/.write-check-XXXXXX", c->data_dir);
 	int fd = mkstemp(path);

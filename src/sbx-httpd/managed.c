@@ -159,7 +159,7 @@ static void *worker(void *arg)
 		struct child c;
 		struct sbx_error e;
 		int lease = m->x.env_id[0] ? environments_lease(m->x.env_id) : -1;
-		if (runner_start(m->run, &c, &e) != 0) {
+		if (runner_start(m->run, m->x.fds, m->x.n_fds, &c, &e) != 0) {
 			char now[32];
 			sbx_iso_time(sbx_wall_ms(), now);
 			store_update(m->x.id, "failed", NULL, now, NULL, e.message, NULL, false);
@@ -182,6 +182,7 @@ static void *worker(void *arg)
 	for (int i = 0; i < 2; i++)
 		if (m->tails[i].fd >= 0)
 			close(m->tails[i].fd);
+	api_exec_close(&m->x);
 	json_decref(m->run);
 	free(m);
 	return NULL;
@@ -203,13 +204,14 @@ enum MHD_Result handle_managed_start(struct req *r)
 	struct managed_run *m = calloc(1, sizeof(*m));
 	/* Owned by the runner: no client deadline ever kills it. */
 	json_object_set_new(doc, "executionTimeoutMs", json_integer(0));
-	int rc = !m ? -1 : request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg));
+	int ws_fd = !m ? -1 : request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg)), rc = ws_fd < 0 ? -1 : 0;
 	if (rc == 0 && !valid_id(json_string_value(json_object_get(doc, "executionId")))) {
 		snprintf(msg, sizeof(msg), "Invalid Execution ID");
+		close(ws_fd);
 		rc = -1;
 	}
 	if (rc == 0)
-		rc = request_build(doc, true, workspace, &m->x, &m->run, msg, sizeof(msg));
+		rc = request_build(doc, true, workspace, ws_fd, &m->x, &m->run, msg, sizeof(msg));
 	json_decref(doc);
 	if (rc != 0) {
 		free(m);
@@ -218,12 +220,13 @@ enum MHD_Result handle_managed_start(struct req *r)
 	/* Queued means in line: the workspace's FIFO order is queuedAt's. */
 	char key[PATH_MAX + 8];
 	long long joined = 0;
-	snprintf(key, sizeof(key), "ws:%s", m->x.workspace);
+	snprintf(key, sizeof(key), "ws:%llu:%llu", m->x.ws_dev, m->x.ws_ino);
 	m->place = gate_join(key, &joined);
 	sbx_iso_time(joined, now);
 	int stored = m->place ? store_insert(m->x.id, m->x.session, m->x.agent, m->x.workspace, now) : -1;
 	if (stored != 0) {
 		gate_leave(m->place);
+		api_exec_close(&m->x);
 		json_decref(m->run);
 		free(m);
 		return reply_error(r, 400, "%s",
@@ -246,6 +249,7 @@ enum MHD_Result handle_managed_start(struct req *r)
 		gate_leave(m->place);
 		unregister(m);
 		store_update(m->x.id, "failed", NULL, now, NULL, "the runner could not start a worker", NULL, false);
+		api_exec_close(&m->x);
 		json_decref(m->run);
 		free(m);
 	}

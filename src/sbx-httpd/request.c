@@ -5,7 +5,7 @@
 #include "../lib/egress_policy.h"
 #include "../lib/npu_select.h"
 #include "../lib/remote_path.h"
-#include "../lib/path.h"
+#include "../lib/beneath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,22 +26,37 @@ static bool blank(const char *s)
 	return !s || strspn(s, " \t\r\n") == strlen(s);
 }
 
-/* realpath inside <data>/projects or <data>/remote-workspaces (the latter
- * only while it is no symlink itself). */
-static int inside_roots(const char *path, char *out, size_t size, char *msg, size_t msize)
+/* The directory path names, opened below <data>/projects or
+ * <data>/remote-workspaces with no symlink and no ".." at any level
+ * (beneath.h); the fd is all that is used from here on. Runner-owned
+ * entries (any "."-prefixed child of a root) are refused. */
+static int open_in_roots(const char *path, char *shown, size_t size, char *msg, size_t msize)
 {
-	char root[PATH_MAX + 32], real_root[PATH_MAX];
-	struct stat st;
-	if (!realpath(path, out))
-		return fail(msg, msize, "ENOENT: no such file or directory, realpath '%s'", path);
-	(void)size;
 	static const char *const roots[] = { "projects", "remote-workspaces" };
+	char root[PATH_MAX + 32], rel[PATH_MAX];
 	for (int i = 0; i < 2; i++) {
 		snprintf(root, sizeof(root), "%s/%s", g_server.cfg.data_dir, roots[i]);
-		if (lstat(root, &st) != 0 || !S_ISDIR(st.st_mode) || !realpath(root, real_root))
+		if (sbx_path_below(root, path, rel, sizeof(rel)) != 0 || !rel[0])
 			continue;
-		if (strcmp(out, real_root) != 0 && sbx_path_is_within(real_root, out))
-			return 0;
+		if (rel[0] == '.')
+			return fail(msg, msize, "%s", "Runner workspace must not be a runner-owned directory");
+		/* A root that is itself a symlink (or missing) holds nothing. */
+		int rootfd = open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (rootfd < 0)
+			continue;
+		int fd = sbx_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
+		int saved = errno;
+		close(rootfd);
+		if (fd < 0 && saved == ENOENT)
+			return fail(msg, msize, "ENOENT: no such file or directory, realpath '%s'", path);
+		if (fd < 0 && saved == ENOTDIR)
+			return fail(msg, msize, "%s", "Runner workspace must be a directory");
+		if (fd < 0)
+			return fail(msg, msize, "%s", saved == ELOOP ? "Runner workspace path must not contain symbolic links"
+								  : "Runner workspace path must not contain '.' or '..' segments");
+		if (sbx_fd_path(fd, shown, size) != 0)
+			snprintf(shown, size, "%s", path);
+		return fd;
 	}
 	return fail(msg, msize, "%s", "Runner workspace must be inside the configured projects or remote-workspaces directory");
 }
@@ -65,14 +80,30 @@ int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size
 			return fail(msg, msize, "%s", errno == ELOOP ? "Remote workspace path must not contain symbolic links"
 								   : "Remote workspace directory cannot be created");
 		json_object_del(doc, "readOnlyWorkspaceRoot");
-		return inside_roots(dir, workspace, size, msg, msize);
+		return open_in_roots(dir, workspace, size, msg, msize);
 	}
 	const char *root = json_string_value(json_object_get(doc, "workspaceRoot"));
 	if (blank(root))
 		return fail(msg, msize, "%s", "workspaceRoot is required");
 	if (root[0] != '/')
 		return fail(msg, msize, "%s", "workspaceRoot must be an absolute path");
-	return inside_roots(root, workspace, size, msg, msize);
+	return open_in_roots(root, workspace, size, msg, msize);
+}
+
+/* fd becomes sbx-run's fd 3 + n: "fd:N" in the request it reads. */
+static const char *hand_on(struct api_exec *x, int fd, char *ref, size_t size)
+{
+	x->fds[x->n_fds] = fd;
+	snprintf(ref, size, "fd:%d", 3 + (int)x->n_fds++);
+	return ref;
+}
+
+void api_exec_close(struct api_exec *x)
+{
+	for (size_t i = 0; i < x->n_fds; i++)
+		if (x->fds[i] >= 0)
+			close(x->fds[i]);
+	x->n_fds = 0;
 }
 
 static int limit(json_t *doc, const char *key, long long dflt, long long *out, char *msg, size_t msize)
@@ -88,29 +119,32 @@ static int limit(json_t *doc, const char *key, long long dflt, long long *out, c
 	return 0;
 }
 
-/* skillPackagesRoot: a package this runner holds, read-only at /skills;
- * <workspace>/.sciencediscovery/skill-extensions (made without following
- * a symlink) writable at /skill-extensions. */
-static int skills(const json_t *doc, const char *workspace, json_t *run, char *msg, size_t msize)
+/* skillPackagesRoot: a package this runner holds (verified against its
+ * id before it is served), read-only at /skills; the workspace's
+ * .sciencediscovery/skill-extensions (made below the workspace fd without
+ * following a symlink) writable at /skill-extensions. */
+static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
+		 char *msg, size_t msize);
+
+static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg, size_t msize)
 {
 	const char *root = json_string_value(json_object_get(doc, "skillPackagesRoot"));
-	char held[PATH_MAX + 32], real_held[PATH_MAX], real[PATH_MAX], ext[PATH_MAX + 64];
+	char ref[32];
 	if (blank(root))
 		return 0;
-	snprintf(held, sizeof(held), "%.3900s/projects/.skill-packages", g_server.cfg.data_dir);
-	if (!realpath(held, real_held) || !realpath(root, real) || !sbx_path_is_within(real_held, real) ||
-	    strchr(real + strlen(real_held) + 1, '/') || !strcmp(real, real_held))
-		return fail(msg, msize, "%s", "skillPackagesRoot must be a skill package held by this runner");
-	int ws = open(workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int pkg = skills_held_open(root);
+	if (pkg < 0)
+		return fail(msg, msize, "%s", pkg == -2 ? "skillPackagesRoot failed its integrity check; upload the package again"
+							: "skillPackagesRoot must be a skill package held by this runner");
 	const char *leaf;
-	int parent = ws < 0 ? -1 : sbx_beneath_parent(ws, ".sciencediscovery/skill-extensions/x", true, &leaf);
-	if (ws >= 0)
-		close(ws);
-	if (parent < 0)
+	int parent = sbx_beneath_parent(x->fds[0], ".sciencediscovery/skill-extensions/x", true, &leaf);
+	if (parent < 0) {
+		close(pkg);
 		return fail(msg, msize, "%s", "Remote workspace path must not contain symbolic links");
+	}
 	close(parent);
-	snprintf(ext, sizeof(ext), "%s/.sciencediscovery/skill-extensions", workspace);
-	json_object_set_new(run, "skills", json_pack("{s:s,s:s}", "root", real, "extensions", ext));
+	json_object_set_new(run, "skills", json_pack("{s:s,s:s}", "root", hand_on(x, pkg, ref, sizeof(ref)), "extensions",
+						     ".sciencediscovery/skill-extensions"));
 	return 0;
 }
 
@@ -160,8 +194,17 @@ static int network(json_t *epoch, struct api_exec *x, json_t *run, char *msg, si
 	return 0;
 }
 
-int request_build(json_t *doc, bool shell, const char *workspace, struct api_exec *x, json_t **run_out, char *msg,
-		  size_t msize)
+int request_build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
+		  char *msg, size_t msize)
+{
+	int rc = build(doc, shell, workspace, ws_fd, x, run_out, msg, msize);
+	if (rc != 0)
+		api_exec_close(x);
+	return rc;
+}
+
+static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
+		 char *msg, size_t msize)
 {
 	json_t *epoch = json_object_get(doc, "permissionEpoch");
 	const char *lang = shell ? "shell" : json_string_value(json_object_get(doc, "language"));
@@ -173,6 +216,13 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 
 	*run_out = NULL;
 	memset(x, 0, sizeof(*x));
+	struct stat ws_st;
+	char ref[32];
+	const char *ws_ref = hand_on(x, ws_fd, ref, sizeof(ref));
+	if (fstat(ws_fd, &ws_st) != 0)
+		return fail(msg, msize, "%s", "workspaceRoot cannot be read");
+	x->ws_dev = (unsigned long long)ws_st.st_dev;
+	x->ws_ino = (unsigned long long)ws_st.st_ino;
 	lang = lang ? lang : "python";
 	if (strcmp(lang, "python") != 0 && strcmp(lang, "r") != 0 && strcmp(lang, "shell") != 0)
 		return fail(msg, msize, "Unsupported language: %.40s", lang);
@@ -226,36 +276,43 @@ int request_build(json_t *doc, bool shell, const char *workspace, struct api_exe
 		 runtime_rev[0] ? runtime_rev : shell ? "system-shell-bwrap-v1" : named ? named : epoch_rev ? epoch_rev : "system-python");
 	x->timeout_ms = timeout;
 
-	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", workspace,
+	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", ws_ref,
 				"timeoutMs", (json_int_t)timeout, "maxOutputBytes", (json_int_t)max_out,
 				"maxWorkspaceBytes", (json_int_t)max_ws);
 	if (prefix[0])
 		json_object_set_new(run, "environment", json_pack("{s:s}", "prefix", prefix));
 	const char *ro = json_string_value(json_object_get(doc, "readOnlyWorkspaceRoot"));
 	if (ro && *ro) {
-		char real[PATH_MAX];
-		if (inside_roots(ro, real, sizeof(real), msg, msize) != 0) {
+		char shown[PATH_MAX];
+		int ro_fd = open_in_roots(ro, shown, sizeof(shown), msg, msize);
+		if (ro_fd < 0) {
 			json_decref(run);
 			return -1;
 		}
-		json_object_set_new(run, "readOnlyWorkspace", json_string(real));
+		json_object_set_new(run, "readOnlyWorkspace", json_string(hand_on(x, ro_fd, ref, sizeof(ref))));
 	}
 	const char *cwd = shell ? json_string_value(json_object_get(doc, "cwd")) : NULL;
 	if (cwd && *cwd) {
-		char joined[PATH_MAX * 2], real[PATH_MAX];
-		struct stat st;
-		snprintf(joined, sizeof(joined), "%s/%s", workspace, cwd);
-		if (cwd[0] == '/' || !realpath(joined, real) || !sbx_path_is_within(workspace, real) ||
-		    stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		/* Checked below the workspace fd; sbx-launch opens it there again. */
+		char plain[PATH_MAX];
+		size_t n = 0;
+		for (const char *p = cwd; *p && n < sizeof(plain) - 1; p++)
+			if (*p != '/' || (n > 0 && plain[n - 1] != '/'))
+				plain[n++] = *p;
+		while (n > 0 && plain[n - 1] == '/')
+			n--;
+		plain[n] = '\0';
+		int fd = cwd[0] == '/' ? -1 : sbx_open_beneath(ws_fd, plain, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
+		if (fd < 0) {
 			json_decref(run);
 			return fail(msg, msize, "%s", "cwd must be a workspace-relative directory inside the workspace");
 		}
-		const char *rel = real + strlen(workspace) + (real[strlen(workspace)] == '/');
-		if (*rel)
-			json_object_set_new(run, "cwd", json_string(rel));
+		close(fd);
+		if (plain[0] && strcmp(plain, "."))
+			json_object_set_new(run, "cwd", json_string(plain));
 	}
 	if (network(epoch, x, run, msg, msize) != 0 || npu_devices(doc, run, msg, msize) != 0 ||
-	    skills(doc, workspace, run, msg, msize) != 0) {
+	    skills(doc, x, run, msg, msize) != 0) {
 		json_decref(run);
 		return -1;
 	}

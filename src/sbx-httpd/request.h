@@ -4,11 +4,16 @@
 
 #include "runner.h"
 
-/* The kernelMode check and the workspace's realpath inside the allowed
- * roots: what runs before the executionId is recorded. */
+/* The kernelMode check and the workspace opened below the allowed roots:
+ * what runs before the executionId is recorded. Returns the workspace's
+ * directory fd (its name, for display, in workspace), or -1 and msg. */
 int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size_t msize);
-/* Everything else, and the sbx-run request (*run, to free). */
-int request_build(json_t *doc, bool shell, const char *workspace, struct api_exec *x, json_t **run, char *msg,
-		  size_t msize);
+/* Everything else, and the sbx-run request (*run, to free). x takes ws_fd
+ * whatever the outcome; the request names it and every other directory
+ * sbx-run gets as "fd:N" (x->fds, handed on by runner_start). */
+int request_build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run,
+		  char *msg, size_t msize);
+/* Closes the directory fds x holds. */
+void api_exec_close(struct api_exec *x);
 
 #endif

@@ -18,7 +18,7 @@
 
 #define EVENT_LINE_MAX (64u << 20) /* a finished event carries both outputs */
 
-int runner_start(json_t *request, struct child *c, struct sbx_error *e)
+int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
 {
 	const struct config *cfg = &g_server.cfg;
 	unsigned char rnd[12];
@@ -48,7 +48,7 @@ int runner_start(json_t *request, struct child *c, struct sbx_error *e)
 	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
 			       egress, "--grace-ms", "1000", "-", NULL };
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
-			       .die_with_parent = true };
+			       .extra_fds = fds, .n_extra = n_fds, .die_with_parent = true };
 	c->pid = sbx_spawn_start(&s, NULL, e);
 	close(in[0]);
 	close(out[1]);

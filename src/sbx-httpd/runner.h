@@ -18,8 +18,9 @@ struct child {
 	char diag[1024];             /* its last diagnostic message */
 };
 
-/* Starts sbx-run for request (its executionId is set here). */
-int runner_start(json_t *request, struct child *c, struct sbx_error *e);
+/* Starts sbx-run for request (its executionId is set here); fds become its
+ * fds 3, 4, ... (the directories the request names as "fd:N"). */
+int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e);
 /* Reads events until sbx-run has exited. tick(arg) runs every 100 ms and at
  * the start; it returns true to cancel the run (SIGTERM, once). */
 void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg);
@@ -30,7 +31,10 @@ struct api_exec {
 	char id[161];
 	char session[256], agent[256];
 	char language[8];            /* python | r | shell */
-	char workspace[PATH_MAX];    /* realpath */
+	char workspace[PATH_MAX];    /* display only: the fd's name when opened */
+	unsigned long long ws_dev, ws_ino; /* the workspace itself, whatever names it */
+	int fds[4];                  /* the workspace, its read-only parent, a skill package */
+	size_t n_fds;
 	char env_revision[256];
 	char env_id[64];             /* the environment whose prefix is mounted, "" none */
 	const char *network_policy;  /* "none" | "domain-allowlist" */

@@ -1,8 +1,9 @@
 /* skills.c — skill packages (runner-api 4 rows 30-31, 5.7): a bundle is
  * checked whole (ids, revisions, canonical base64, sizes and hashes, a
  * SKILL.md in every skill), its id computed from the canonical manifest,
- * and the files published under <data>/projects/.skill-packages/<id> by
- * one rename, so a package is either held completely or not at all. */
+ * and the files published under <data>/skill-packages/<id> (outside every
+ * tree an execution can name) by one rename, with a manifest that lets
+ * skills_held.c verify the package before it is served. */
 #include "httpd.h"
 #include "../lib/atomic_file.h"
 #include "../lib/base64.h"
@@ -23,11 +24,6 @@
 #define SKILLS_MAX 256
 #define FILES_MAX 4096
 
-static void packages_dir(char *out, size_t size)
-{
-	snprintf(out, size, "%.3900s/projects/.skill-packages", g_server.cfg.data_dir);
-}
-
 static bool skill_id_ok(const char *id)
 {
 	regex_t re;
@@ -41,12 +37,6 @@ static int by_path(const void *a, const void *b)
 {
 	return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "path")),
 		      json_string_value(json_object_get(*(json_t *const *)b, "path")));
-}
-
-static int by_id(const void *a, const void *b)
-{
-	return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "id")),
-		      json_string_value(json_object_get(*(json_t *const *)b, "id")));
 }
 
 /* Decodes every file of skill into "bytes" (a hidden member), checks it
@@ -113,9 +103,7 @@ static const char *check_skill(json_t *skill, char *why, size_t size)
 	for (i = 0; i < n; i++) {
 		const char *path = json_string_value(json_object_get(sorted[i], "path"));
 		json_t *b = json_object_get(sorted[i], "\x01bytes");
-		char prefix[SBX_REMOTE_PATH_MAX + 64];
-		int len = snprintf(prefix, sizeof(prefix), "%zu:%s:%zu:", strlen(path), path, json_string_length(b));
-		sbx_sha256_update(h, prefix, (size_t)len);
+		skills_hash_file(h, path, json_string_length(b));
 		sbx_sha256_update(h, json_string_value(b), json_string_length(b));
 	}
 	free(sorted);
@@ -124,30 +112,6 @@ static const char *check_skill(json_t *skill, char *why, size_t size)
 	if (strcmp(sbx_json_string_or(skill, "hash", ""), sha) != 0)
 		return snprintf(why, size, "skill %s: hash does not match its files", id), why;
 	return NULL;
-}
-
-/* The package id: SHA-256 of [{hash,id,revision,version}] sorted by id. */
-static void package_id(json_t *skills, char id[SBX_SHA256_HEX_LEN + 1])
-{
-	size_t n = json_array_size(skills), i;
-	json_t **sorted = calloc(n ? n : 1, sizeof(*sorted)), *manifest = json_array();
-	for (i = 0; i < n; i++)
-		sorted[i] = json_array_get(skills, i);
-	qsort(sorted, n, sizeof(*sorted), by_id);
-	for (i = 0; i < n; i++) {
-		json_t *m = json_object();
-		json_object_set(m, "hash", json_object_get(sorted[i], "hash"));
-		json_object_set(m, "id", json_object_get(sorted[i], "id"));
-		json_object_set(m, "revision", json_object_get(sorted[i], "revision"));
-		json_t *v = json_object_get(sorted[i], "version");
-		json_object_set(m, "version", v ? v : json_null());
-		json_array_append_new(manifest, m);
-	}
-	free(sorted);
-	char *text = json_dumps(manifest, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	sbx_sha256_hex(text, strlen(text), id);
-	free(text);
-	json_decref(manifest);
 }
 
 static int write_files(const char *dir, json_t *skills)
@@ -208,23 +172,37 @@ static enum MHD_Result store(struct req *r)
 			return reply_error(r, 400, "Skill package integrity check failed: %s", problem);
 		}
 	}
-	package_id(skills, id);
+	skills_package_id(skills, id);
 	const char *claimed = json_string_value(json_object_get(doc, "id"));
 	if (claimed && strcmp(claimed, id) != 0) {
 		sent = reply_error(r, 400, "Skill package integrity check failed: the package id is %s, not %.80s", id, claimed);
 		json_decref(doc);
 		return sent;
 	}
-	packages_dir(dir, sizeof(dir));
+	skills_packages_dir(dir, sizeof(dir));
 	snprintf(final, sizeof(final), "%.3900s/%s", dir, id);
 	snprintf(tmp, sizeof(tmp), "%.3900s/.incoming-%s-XXXXXX", dir, id);
-	int rc = 0;
-	if (access(final, F_OK) != 0) {
+	int rc = 0, held = skills_held_open(final);
+	if (held >= 0)
+		close(held);
+	if (held < 0) {
 		rc = sbx_mkdir_p(dir, 0755, &e) == 0 && mkdtemp(tmp) && chmod(tmp, 0755) == 0 && write_files(tmp, skills) == 0 ? 0 : -1;
+		int tmpfd = rc == 0 ? open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		rc = tmpfd >= 0 && skills_write_manifest(tmpfd, skills) == 0 ? 0 : -1;
+		if (tmpfd >= 0)
+			close(tmpfd);
+		int top = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		/* A held copy that failed its check is replaced by the genuine one. */
+		if (rc == 0 && held == -2 && top >= 0)
+			sbx_remove_tree_at(top, id);
 		/* Another upload of the same package may have won: same bytes. */
-		if (rc == 0 && rename(tmp, final) != 0 && errno != ENOTEMPTY && errno != EEXIST)
+		if (rc == 0 && (top < 0 || renameat(top, strrchr(tmp, '/') + 1, top, id) != 0) && errno != ENOTEMPTY &&
+		    errno != EEXIST)
 			rc = -1;
-		sbx_remove_tree(tmp);
+		if (top >= 0) {
+			sbx_remove_tree_at(top, strrchr(tmp, '/') + 1);
+			close(top);
+		}
 	}
 	json_decref(doc);
 	if (rc != 0)
@@ -235,13 +213,16 @@ static enum MHD_Result store(struct req *r)
 enum MHD_Result handle_skills(struct req *r, const char *id)
 {
 	char dir[PATH_MAX], root[PATH_MAX + 80];
-	struct stat st;
 	if (!id)
 		return store(r);
-	packages_dir(dir, sizeof(dir));
+	skills_packages_dir(dir, sizeof(dir));
 	snprintf(root, sizeof(root), "%.3900s/%s", dir, id);
 	json_t *out = json_pack("{s:s}", "id", id);
-	if (lstat(root, &st) == 0 && S_ISDIR(st.st_mode))
+	/* Held means held intact: a tampered copy reads as not held. */
+	int held = skills_held_open(root);
+	if (held >= 0) {
+		close(held);
 		json_object_set_new(out, "root", json_string(root));
+	}
 	return reply_json(r, 200, out);
 }

@@ -16,6 +16,7 @@
 #include "../lib/run_lease.h"
 #include "../lib/snap_store.h"
 #include "../lib/spawn.h"
+#include "../lib/workspace_owner.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -277,6 +278,12 @@ static int execute(struct run *r, struct sbx_error *e)
 	if (r->worker.outcome != WORKER_OK) {
 		r->violated = r->worker.outcome == WORKER_VIOLATION;
 		r->exhausted = !r->violated;
+	}
+	/* No set-uid file outlives the run (the sandbox is gone: nothing of
+	 * this run can race the walk). */
+	if ((r->setid_cleared = sbx_workspace_clear_setid(r->req.ws.fd, r->req.workspace, e)) < 0) {
+		r->setid_cleared = 0;
+		return fail(r, e);
 	}
 	if (sbx_snap_scan_at(r->req.ws.fd, r->req.workspace, &r->after, e) != 0)
 		return fail(r, e);

@@ -59,9 +59,10 @@ uploads_left() { ls -A "$WORK/data/runner-uploads" | wc -l; }
     mkdir -p "$WORK/real-rw/direct"
     signed /execute-shell "$(jq -c --arg ws "$RW/direct" '.workspaceRoot = $ws' <<<"$(shell_request k2 'true')")"
     assert_equal "$status_code $(jq_out .error)" "400 Runner workspace must be inside the configured projects or remote-workspaces directory"
+    # A symlink below a root is refused whatever it points to (issue 16).
     ln -s "$OUT" "$PROJECT/escape"
     signed /execute-shell "$(jq -c --arg ws "$PROJECT/escape" '.workspaceRoot = $ws' <<<"$(shell_request k3 'true')")"
-    assert_equal "$status_code $(jq_out .error)" "400 Runner workspace must be inside the configured projects or remote-workspaces directory"
+    assert_equal "$status_code $(jq_out .error)" "400 Runner workspace path must not contain symbolic links"
 }
 
 @test "file paths: each malformed form is 400 for reads and writes" {
@@ -236,7 +237,7 @@ PY
     api POST /skill-packages --data-binary "$bundle"
     assert_equal "$status_code $(jq_out .id)" "200 $(cat "$WORK/expected-id")"
     root=$(jq_out .root)
-    assert_equal "$root" "$WORK/data/projects/.skill-packages/$(cat "$WORK/expected-id")"
+    assert_equal "$root" "$WORK/data/skill-packages/$(cat "$WORK/expected-id")"
     assert_equal "$(cat "$root/demo/scripts/run.py")" "print(1)"
     api GET "/skill-packages/$(cat "$WORK/expected-id")"
     assert_equal "$(jq_out .root)" "$root"
