@@ -212,26 +212,6 @@ uploads_left() { ls -A "$WORK/data/runner-uploads" | wc -l; }
     assert_equal "$status_code" 400
 }
 
-# skill_bundle FILE...: a bundle of one skill "demo" (revision 2, version
-# 0.1) with FILE=CONTENT pairs; the package id computed here, in Python,
-# independently of the server, is printed on fd 3 via $WORK/expected-id.
-skill_bundle() {
-    python3 - "$@" <<'PY' 3>"$WORK/expected-id"
-import base64, hashlib, json, os, sys
-files = [a.split("=", 1) for a in sys.argv[1:]]
-files = [(p, c.encode()) for p, c in files]
-h = hashlib.sha256()
-for p, c in sorted(files):
-    h.update(("%d:%s:%d:" % (len(p.encode()), p, len(c))).encode() + c)
-skill = {"id": "demo", "revision": 2, "version": "0.1", "hash": h.hexdigest(),
-         "files": [{"path": p, "content": base64.b64encode(c).decode(), "size": len(c),
-                    "hash": hashlib.sha256(c).hexdigest()} for p, c in files]}
-manifest = json.dumps([{"hash": skill["hash"], "id": "demo", "revision": 2, "version": "0.1"}], separators=(",", ":"))
-os.write(3, hashlib.sha256(manifest.encode()).hexdigest().encode())
-print(json.dumps({"skills": [skill]}))
-PY
-}
-
 @test "skill packages: the id is the canonical manifest's SHA-256; every integrity rule refuses" {
     bundle=$(skill_bundle "SKILL.md=# Demo" "scripts/run.py=print(1)")
     api POST /skill-packages --data-binary "$bundle"
