@@ -1,9 +1,11 @@
 /* wheels.c — local wheels (environments.md 1.10): a workspace-relative
- * path, contained by realpath, a regular file, hashed before and after
+ * path, opened below the workspace fd (RESOLVE_BENEATH), a regular file, hashed before and after
  * its copy into wheels/<sha256>/<filename>; pip only ever sees that copy. */
 #include "env.h"
 #include "../lib/uuid.h"
 #include "../lib/exitcodes.h"
+#include "../lib/beneath.h"
+#include "../lib/host_dir.h"
 #include "../lib/path.h"
 
 #include <errno.h>
@@ -64,33 +66,40 @@ static int hash_path(const char *path, char hex[65], off_t *size)
 int env_store_wheel(struct envctx *c, const char *workspace, const char *rel, json_t **record, char *stored,
 		    size_t size, struct sbx_error *e)
 {
-	char ws[PATH_MAX], joined[PATH_MAX * 2], real[PATH_MAX];
 	if (!workspace || !*workspace)
 		return fail(e, "%s", "Local wheel paths require a Session workspace");
 	size_t n = strlen(rel);
 	if (n == 0 || n > 512 || rel[0] == '/')
 		return fail(e, "%s", "Local wheel paths must be non-empty workspace-relative paths of at most 512 characters");
-	if (!realpath(workspace, ws))
+	if (!sbx_path_plain_relative(rel))
+		return fail(e, "Local wheel path escapes the Session workspace: %s", rel);
+	/* The workspace once ("fd:N" from sbx-httpd, or a path), the wheel
+	 * below it: symlinks that stay inside are followed by the kernel,
+	 * anything that leaves is refused; never reopened by name. */
+	struct sbx_host_dir ws;
+	struct sbx_error we;
+	if (sbx_host_dir_open(workspace, "workspace", &ws, &we) != 0)
 		return fail(e, "Local wheel paths require a Session workspace: %s", workspace);
-	snprintf(joined, sizeof(joined), "%s/%s", ws, rel);
-	if (!sbx_path_plain_relative(rel) || !realpath(joined, real)) {
-		if (!sbx_path_plain_relative(rel))
-			return fail(e, "Local wheel path escapes the Session workspace: %s", rel);
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-wheel", "ENOENT: no such file or directory, realpath '%.900s'", joined);
+	int src = sbx_open_beneath(ws.fd, rel, O_RDONLY | O_NONBLOCK, SBX_BENEATH_IN_ROOT);
+	int saved = errno;
+	sbx_host_dir_close(&ws);
+	if (src < 0 && saved == ENOENT) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-wheel", "ENOENT: no such file or directory, realpath '%.900s'", rel);
 		return -1;
 	}
-	/* The lexical join and the file itself must both stay inside. */
-	if (!sbx_path_is_within(ws, real) || !strcmp(ws, real))
+	if (src < 0 && (saved == EXDEV || saved == ELOOP || saved == EINVAL))
 		return fail(e, "Local wheel path escapes the Session workspace: %s", rel);
 	struct stat st;
-	if (stat(real, &st) != 0 || !S_ISREG(st.st_mode))
-		return fail(e, "%s", "Local wheel must be a regular file");
-	char first[65], second[65], incoming[PATH_MAX + 64], dir[PATH_MAX + 96];
-	off_t first_size, copied_size;
-	int src = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (src < 0 || hash_path(real, first, &first_size) != 0) {
+	if (src < 0 || fstat(src, &st) != 0 || !S_ISREG(st.st_mode)) {
 		if (src >= 0)
 			close(src);
+		return fail(e, "%s", "Local wheel must be a regular file");
+	}
+	char first[65], second[65], incoming[PATH_MAX + 64], dir[PATH_MAX + 96];
+	off_t first_size, copied_size;
+	/* Hashed, then copied from the same fd and hashed again. */
+	if (hash_fd(src, -1, first, &first_size) != 0 || lseek(src, 0, SEEK_SET) != 0) {
+		close(src);
 		return fail(e, "Local wheel cannot be read: %s", rel);
 	}
 	char uuid[48];
@@ -105,7 +114,7 @@ int env_store_wheel(struct envctx *c, const char *workspace, const char *rel, js
 		unlink(incoming);
 		return fail(e, "%s", rc ? "Local wheel cannot be copied" : "Local wheel changed while it was copied");
 	}
-	const char *base = strrchr(real, '/') + 1;
+	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
 	snprintf(dir, sizeof(dir), "%s/wheels/%s", c->root, first);
 	if (snprintf(stored, size, "%s/%s", dir, base) >= (int)size) {
 		unlink(incoming);

@@ -2,6 +2,7 @@
  * 5.4) as sbx-env children: sbx-httpd maps their JSON and errors onto the
  * API; /health reads the setup state sbx-env keeps, spawning nothing. */
 #include "httpd.h"
+#include "request.h"
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
 #include "../lib/spawn.h"
@@ -17,15 +18,17 @@
 
 #define ENV_OUTPUT_CAP (32u << 20)
 
-/* Runs sbx-env; 0 with its stdout, or -1 with its error message. */
-static int run_env(const char *const *args, char **out, size_t *len, char *msg, size_t size)
+/* Runs sbx-env (dir_fd >= 0 becomes its fd 3); 0 with its stdout, or -1
+ * with its error message. */
+static int run_env_fd(const char *const *args, int dir_fd, char **out, size_t *len, char *msg, size_t size)
 {
 	const char *argv[48] = { g_server.prog.env };
 	int n = 1;
 	for (int i = 0; args[i] && n < 47; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true, .extra_fds = &dir_fd,
+			       .n_extra = dir_fd >= 0 ? 1 : 0 };
 	struct sbx_capture c;
 	struct sbx_error e;
 	if (sbx_spawn_capture(&s, 0, ENV_OUTPUT_CAP, &c, &e) != 0) {
@@ -48,15 +51,25 @@ static int run_env(const char *const *args, char **out, size_t *len, char *msg, 
 	return ok ? 0 : -1;
 }
 
-static enum MHD_Result env_json(struct req *r, unsigned status, const char *const *args)
+static int run_env(const char *const *args, char **out, size_t *len, char *msg, size_t size)
+{
+	return run_env_fd(args, -1, out, len, msg, size);
+}
+
+static enum MHD_Result env_json_fd(struct req *r, unsigned status, const char *const *args, int dir_fd)
 {
 	char *out = NULL, msg[1024];
 	size_t len;
-	if (run_env(args, &out, &len, msg, sizeof(msg)) != 0)
+	if (run_env_fd(args, dir_fd, &out, &len, msg, sizeof(msg)) != 0)
 		return reply_error(r, 400, "%s", msg);
 	json_t *v = json_loadb(out, len, 0, NULL);
 	free(out);
 	return v ? reply_json(r, status, v) : reply_error(r, 400, "sbx-env answered no JSON");
+}
+
+static enum MHD_Result env_json(struct req *r, unsigned status, const char *const *args)
+{
+	return env_json_fd(r, status, args, -1);
 }
 
 /* Starts setup in the background (sbx-env setup returns once it runs). */
@@ -188,6 +201,7 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 		const char *manager = json_string_value(json_object_get(doc, "manager"));
 		const char *index_url = json_string_value(json_object_get(doc, "indexUrl"));
 		const char *ws = json_string_value(json_object_get(doc, "workspaceRoot"));
+		int ws_fd = -1;
 		json_t *channels = json_object_get(doc, "channels"), *packages = json_object_get(doc, "packages"), *v;
 		size_t i;
 		if (!strcmp(action, "install")) {
@@ -205,8 +219,14 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 				args[n++] = source;
 			}
 			if (ws) {
+				/* Opened below the roots here; sbx-env reads the wheel below that fd. */
+				char shown[PATH_MAX], msg[1024];
+				if ((ws_fd = request_open_workspace(ws, shown, sizeof(shown), msg, sizeof(msg))) < 0) {
+					json_decref(doc);
+					return reply_error(r, 400, "%s", msg);
+				}
 				args[n++] = "--workspace";
-				args[n++] = ws;
+				args[n++] = "fd:3";
 			}
 			json_array_foreach(channels, i, v) if (n < 30 && json_is_string(v)) {
 				args[n++] = "--channel";
@@ -218,10 +238,14 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 		json_array_foreach(packages, i, v) if (n < 46) args[n++] = json_is_string(v) ? json_string_value(v) : "";
 		args[n] = NULL;
 		if (!json_is_array(packages) || json_array_size(packages) > 32) {
+			if (ws_fd >= 0)
+				close(ws_fd);
 			json_decref(doc);
 			return reply_error(r, 400, "At least one package is required (at most 32 at a time)");
 		}
-		out = env_json(r, 201, args);
+		out = env_json_fd(r, 201, args, ws_fd);
+		if (ws_fd >= 0)
+			close(ws_fd);
 	}
 	json_decref(doc);
 	return out;

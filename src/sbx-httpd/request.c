@@ -30,7 +30,7 @@ static bool blank(const char *s)
  * <data>/remote-workspaces with no symlink and no ".." at any level
  * (beneath.h); the fd is all that is used from here on. Runner-owned
  * entries (any "."-prefixed child of a root) are refused. */
-static int open_in_roots(const char *path, char *shown, size_t size, char *msg, size_t msize)
+int request_open_workspace(const char *path, char *shown, size_t size, char *msg, size_t msize)
 {
 	static const char *const roots[] = { "projects", "remote-workspaces" };
 	char root[PATH_MAX + 32], rel[PATH_MAX];
@@ -80,14 +80,14 @@ int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size
 			return fail(msg, msize, "%s", errno == ELOOP ? "Remote workspace path must not contain symbolic links"
 								   : "Remote workspace directory cannot be created");
 		json_object_del(doc, "readOnlyWorkspaceRoot");
-		return open_in_roots(dir, workspace, size, msg, msize);
+		return request_open_workspace(dir, workspace, size, msg, msize);
 	}
 	const char *root = json_string_value(json_object_get(doc, "workspaceRoot"));
 	if (blank(root))
 		return fail(msg, msize, "%s", "workspaceRoot is required");
 	if (root[0] != '/')
 		return fail(msg, msize, "%s", "workspaceRoot must be an absolute path");
-	return open_in_roots(root, workspace, size, msg, msize);
+	return request_open_workspace(root, workspace, size, msg, msize);
 }
 
 /* fd becomes sbx-run's fd 3 + n: "fd:N" in the request it reads. */
@@ -284,7 +284,7 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 	const char *ro = json_string_value(json_object_get(doc, "readOnlyWorkspaceRoot"));
 	if (ro && *ro) {
 		char shown[PATH_MAX];
-		int ro_fd = open_in_roots(ro, shown, sizeof(shown), msg, msize);
+		int ro_fd = request_open_workspace(ro, shown, sizeof(shown), msg, msize);
 		if (ro_fd < 0) {
 			json_decref(run);
 			return -1;

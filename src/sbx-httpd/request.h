@@ -13,6 +13,11 @@ int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size
  * sbx-run gets as "fd:N" (x->fds, handed on by runner_start). */
 int request_build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run,
 		  char *msg, size_t msize);
+/* A directory the API names (a workspaceRoot), opened below <data>/projects
+ * or <data>/remote-workspaces with no symlink or ".." at any level and no
+ * runner-owned ("."-prefixed) child of a root: its fd (name in shown), or
+ * -1 with the upstream-style message in msg. */
+int request_open_workspace(const char *path, char *shown, size_t size, char *msg, size_t msize);
 /* Closes the directory fds x holds. */
 void api_exec_close(struct api_exec *x);
 
