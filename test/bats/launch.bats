@@ -185,3 +185,39 @@ teardown() {
     assert_success
     assert_output 42
 }
+
+@test "--capabilities is read before the uid switch: a process substitution and a 0600 file work as root" {
+    sbx-probe > "$WORK/caps.json"
+    chmod 600 "$WORK/caps.json"
+    run --separate-stderr bash -c "sbx-launch --capabilities <(sbx-probe) - <<<'$(spec_sh 'echo via-fd')'"
+    assert_success
+    assert_output via-fd
+    run --separate-stderr sbx-launch --capabilities "$WORK/caps.json" - <<<"$(spec_sh 'echo via-file')"
+    assert_success
+    assert_output via-file
+}
+
+@test "host directories by fd: a shell's 7<dir binds exactly that directory; a name swapped meanwhile changes nothing" {
+    mkdir -p "$WORK/byfd/ws" "$WORK/elsewhere"
+    chmod -R a+rwX "$WORK/byfd" "$WORK/elsewhere"
+    echo mine > "$WORK/byfd/ws/f"
+    spec=$(jq -cn '{argv: ["/bin/sh", "-c", "cat f; ls /proc/self/fd | wc -l"], workspace: "fd:7"}')
+    # The name now leads elsewhere; the fd still holds the first directory.
+    exec 7<"$WORK/byfd/ws" # (bats itself writes on fd 3)
+    mv "$WORK/byfd/ws" "$WORK/byfd/ws.moved" && ln -s "$WORK/elsewhere" "$WORK/byfd/ws"
+    run --separate-stderr sbx-launch - <<<"$spec"
+    exec 7<&-
+    assert_success
+    # The file of the original directory; 0-2 and ls's own directory fd only.
+    assert_output $'mine\n4'
+    exec 7<"$WORK/byfd/ws.moved"
+    run --separate-stderr sbx-launch --dry-run - <<<"$spec"
+    exec 7<&-
+    assert_equal "$(jq -r '.binds[0].path' <<<"$output")" "$WORK/byfd/ws.moved"
+    run --separate-stderr sbx-launch - <<<"$(jq -cn '{argv: ["true"], workspace: "fd:9"}')"
+    assert_failure 2
+    [[ "$stderr" == *"workspace: fd:9: no such open descriptor"* ]]
+    run --separate-stderr sbx-launch - <<<"$(jq -cn '{argv: ["true"], workspace: "fd:0"}')"
+    assert_failure 2
+    [[ "$stderr" == *"workspace: must be an absolute path or fd:N"* ]]
+}

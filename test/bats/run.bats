@@ -277,3 +277,17 @@ r() { jq -r "$1" <<<"$result"; }
     # The sandbox's first process joined it before exec.
     [ "$(cat "$cg/sbx-lim2/cgroup.procs")" = 0 ]
 }
+
+@test "set-uid and set-gid bits are cleared after the run and counted; the workspace can come as fd:N" {
+    sbx_run su1 shell 'cp /usr/bin/true a; chmod 4755 a; mkdir -p d; cp a d/b; chmod 2711 d/b; cp a c; chmod 755 c; ln -s a l'
+    assert_success
+    [ "$(r .setIdBitsCleared)" = 2 ]
+    [ "$(stat -c %a "$WS/a") $(stat -c %a "$WS/d/b") $(stat -c %a "$WS/c")" = "755 711 755" ]
+    # The same workspace named by an inherited descriptor (bats owns fd 3).
+    exec 7<"$WS"
+    run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(jq -cn '{executionId: "fd1", language: "shell", code: "ls a", workspace: "fd:7"}')"
+    exec 7<&-
+    assert_success
+    result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
+    [ "$(r .stdout)" = a ]
+}
