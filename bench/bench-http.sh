@@ -27,6 +27,8 @@ export SBX_DATA_DIR="$work/data"
 printf '{"argv":["/usr/bin/bash","--noprofile","--norc","-euo","pipefail","-c","true"],"workspace":"%s"}\n' "$ws" > "$work/spec.json"
 bin/sbx-launch --dry-run "$work/spec.json" > "$work/dry.json"
 mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
+# The workspace reaches bwrap as fd 6 (--bind-fd): the anchor passes it the same way.
+[ "$(jq -c '[.binds[].fd]' "$work/dry.json")" = "[6]" ] || { echo "unexpected binds: $(jq -c .binds "$work/dry.json")"; exit 1; }
 filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
 unset SBX_DATA_DIR
 
@@ -41,7 +43,7 @@ request warm; curl -sS -o /dev/null "$base/execute-shell" -H "authorization: Bea
 
 direct=() http=()
 for ((i = 0; i < N; i++)); do
-    t0=$(date +%s%N); "${argv[@]}" 3<"$filter"; t1=$(date +%s%N)
+    t0=$(date +%s%N); "${argv[@]}" 3<"$filter" 6<"$ws"; t1=$(date +%s%N)
     direct+=($((t1 - t0)))
     request "b$i"
     t=$(curl -sS -o "$work/out" -w '%{time_total}' "$base/execute-shell" -H "authorization: Bearer bench-token" \
