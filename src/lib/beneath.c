@@ -28,7 +28,7 @@ static int by_openat2(int rootfd, const char *rel, int flags, enum sbx_beneath_m
 }
 
 /* One component at a time, each opened O_NOFOLLOW from the previous. */
-static int by_walk(int rootfd, const char *rel, int flags)
+int sbx_open_beneath_walk(int rootfd, const char *rel, int flags)
 {
 	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
 	const char *p = rel;
@@ -45,19 +45,22 @@ static int by_walk(int rootfd, const char *rel, int flags)
 		int next = openat(fd, name, last ? flags | O_NOFOLLOW | O_CLOEXEC : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
 				  0600);
 		int saved = errno;
+		struct stat st;
+		/* O_NOFOLLOW on a symlink reads as ELOOP or (O_DIRECTORY) ENOTDIR. */
+		if (next < 0 && saved == ENOTDIR && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			saved = ELOOP;
 		close(fd);
-		if (next < 0) {
-			struct stat st;
-			/* O_NOFOLLOW on a symlink reads as ELOOP or (O_DIRECTORY) ENOTDIR. */
-			errno = saved == ENOTDIR && fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)
-					? ELOOP
-					: saved;
-			return -1;
-		}
+		if (next < 0)
+			return errno = saved, -1;
 		fd = next;
 		if (last)
 			break;
 		p += n + 1;
+	}
+	struct stat st;
+	if (fd >= 0 && (flags & O_PATH) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+		close(fd); /* O_PATH | O_NOFOLLOW opened the symlink itself */
+		return errno = ELOOP, -1;
 	}
 	return fd;
 }
@@ -71,13 +74,7 @@ int sbx_open_beneath(int rootfd, const char *rel, int flags, enum sbx_beneath_mo
 	int fd = by_openat2(rootfd, rel, flags, mode);
 	if (fd >= 0 || errno != ENOSYS)
 		return fd;
-	fd = by_walk(rootfd, rel, flags);
-	struct stat st;
-	if (fd >= 0 && (flags & O_PATH) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
-		close(fd); /* O_PATH | O_NOFOLLOW opened the symlink itself */
-		return errno = ELOOP, -1;
-	}
-	return fd;
+	return sbx_open_beneath_walk(rootfd, rel, flags);
 }
 
 int sbx_fd_path(int fd, char *out, size_t size)

@@ -38,6 +38,10 @@ int sbx_path_below(const char *root_path, const char *path, char *rel, size_t si
 int sbx_open_dir_under(const char *root_path, const char *path, bool allow_root, const char *what,
 		       struct sbx_error *e);
 
+/* The fallback alone (kernels without openat2): every component opened
+ * O_NOFOLLOW from the previous one, so any symlink is refused (ELOOP). */
+int sbx_open_beneath_walk(int rootfd, const char *rel, int flags);
+
 /* The kernel's current name of an fd (display only: never use it to open). */
 int sbx_fd_path(int fd, char *out, size_t size);
 

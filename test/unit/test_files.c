@@ -8,8 +8,12 @@
 #include "atomic_file.h"
 #include "exitcodes.h"
 #include "path.h"
+#include "beneath.h"
+#include "host_dir.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +142,112 @@ static void resolve_within_refuses_symlink_escapes(void **state)
 	assert_string_equal(e.code, "bad-path");
 }
 
+/* root/a/b/file, root/a/in -> b (inside), root/a/out -> / (outside),
+ * root/a/lnk -> b used as a directory on the way. */
+static int beneath_tree(void)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/a/b", root);
+	struct sbx_error e;
+	if (sbx_mkdir_p(p, 0755, &e) != 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/a/b/file", root);
+	close(open(p, O_CREAT | O_WRONLY, 0644));
+	snprintf(p, sizeof(p), "%s/a/in", root);
+	if (symlink("b", p) != 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/a/out", root);
+	if (symlink("/", p) != 0)
+		return -1;
+	return open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void open_beneath_refuses_every_symlink_and_escape(void **state)
+{
+	(void)state;
+	int fd, rootfd = beneath_tree();
+	assert_true(rootfd >= 0);
+	/* Plain paths open, by either route. */
+	assert_true((fd = sbx_open_beneath(rootfd, "a/b/file", O_RDONLY, SBX_BENEATH_NO_SYMLINKS)) >= 0);
+	close(fd);
+	assert_true((fd = sbx_open_beneath_walk(rootfd, "a/b/file", O_RDONLY)) >= 0);
+	close(fd);
+	assert_true((fd = sbx_open_beneath(rootfd, "", O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS)) >= 0);
+	assert_true(sbx_same_file(fd, rootfd));
+	close(fd);
+	/* A symlink on the way or at the end: ELOOP, for both routes. */
+	static const char *const links[] = { "a/in/file", "a/in", "a/out/etc", "a/out" };
+	for (size_t i = 0; i < 4; i++) {
+		errno = 0;
+		assert_int_equal(sbx_open_beneath(rootfd, links[i], O_PATH, SBX_BENEATH_NO_SYMLINKS), -1);
+		assert_int_equal(errno, ELOOP);
+		errno = 0;
+		assert_int_equal(sbx_open_beneath_walk(rootfd, links[i], O_PATH), -1);
+		assert_int_equal(errno, ELOOP);
+	}
+	/* Reads may follow a symlink that stays inside, never one that leaves. */
+	assert_true((fd = sbx_open_beneath(rootfd, "a/in/file", O_RDONLY, SBX_BENEATH_IN_ROOT)) >= 0);
+	close(fd);
+	assert_int_equal(sbx_open_beneath(rootfd, "a/out/etc/passwd", O_RDONLY, SBX_BENEATH_IN_ROOT), -1);
+	assert_int_equal(errno, EXDEV);
+	/* Not plain: refused before any lookup. */
+	static const char *const bad[] = { "/etc/passwd", "a/../a", "./a", "a//b", "a/" };
+	for (size_t i = 0; i < 5; i++) {
+		assert_int_equal(sbx_open_beneath(rootfd, bad[i], O_RDONLY, SBX_BENEATH_IN_ROOT), -1);
+		assert_int_equal(errno, EINVAL);
+	}
+	close(rootfd);
+}
+
+static void path_below_splits_at_component_boundaries(void **state)
+{
+	(void)state;
+	char rel[PATH_MAX];
+	assert_int_equal(sbx_path_below("/d/projects", "/d/projects/p1//sub/", rel, sizeof(rel)), 0);
+	assert_string_equal(rel, "p1/sub");
+	assert_int_equal(sbx_path_below("/d/projects/", "/d/projects", rel, sizeof(rel)), 0);
+	assert_string_equal(rel, "");
+	assert_int_equal(sbx_path_below("/d/projects", "/d/projectsX/p", rel, sizeof(rel)), -1);
+	assert_int_equal(sbx_path_below("/d/projects", "/d/other", rel, sizeof(rel)), -1);
+	/* ".." stays in rel, for sbx_open_beneath to refuse. */
+	assert_int_equal(sbx_path_below("/d/projects", "/d/projects/../x", rel, sizeof(rel)), 0);
+	assert_false(sbx_path_plain_relative(rel));
+}
+
+static void host_dir_takes_a_path_or_an_inherited_fd(void **state)
+{
+	(void)state;
+	struct sbx_host_dir d;
+	struct sbx_error e;
+	char ref[32], p[PATH_MAX];
+	int rootfd = beneath_tree();
+	assert_int_equal(sbx_host_dir_open(root, "workspace", &d, &e), 0);
+	assert_true(d.fd >= 32 && sbx_same_file(d.fd, rootfd));
+	assert_string_equal(d.path, root);
+	sbx_host_dir_close(&d);
+	snprintf(ref, sizeof(ref), "fd:%d", rootfd);
+	assert_int_equal(sbx_host_dir_open(ref, "workspace", &d, &e), 0);
+	assert_true(d.fd != rootfd && sbx_same_file(d.fd, rootfd));
+	struct sbx_host_dir sub;
+	assert_int_equal(sbx_host_dir_beneath(&d, "a/b", "cwd", &sub, &e), 0);
+	snprintf(p, sizeof(p), "%s/a/b", root);
+	assert_string_equal(sub.path, p);
+	sbx_host_dir_close(&sub);
+	assert_int_equal(sbx_host_dir_beneath(&d, "a/in", "cwd", &sub, &e), -1);
+	assert_non_null(strstr(e.message, "cwd: a/in: a symbolic link on the path (refused)"));
+	assert_int_equal(sbx_host_dir_beneath(&d, "a/b/file", "cwd", &sub, &e), -1);
+	assert_non_null(strstr(e.message, "is not a directory"));
+	sbx_host_dir_close(&d);
+	assert_int_equal(sbx_host_dir_open("fd:999", "workspace", &d, &e), -1);
+	assert_non_null(strstr(e.message, "workspace: fd:999: no such open descriptor"));
+	assert_int_equal(sbx_host_dir_open("relative", "workspace", &d, &e), -1);
+	assert_int_equal(sbx_host_dir_open("fd:1", "workspace", &d, &e), -1);
+	snprintf(p, sizeof(p), "%s/a/b/file", root);
+	assert_int_equal(sbx_host_dir_open(p, "workspace", &d, &e), -1);
+	assert_non_null(strstr(e.message, "is not a directory"));
+	close(rootfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +256,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(mkdir_p_creates_every_component, make_root, remove_root),
 		cmocka_unit_test(within_respects_component_boundaries),
 		cmocka_unit_test_setup_teardown(resolve_within_refuses_symlink_escapes, make_root, remove_root),
+		cmocka_unit_test_setup_teardown(open_beneath_refuses_every_symlink_and_escape, make_root, remove_root),
+		cmocka_unit_test(path_below_splits_at_component_boundaries),
+		cmocka_unit_test_setup_teardown(host_dir_takes_a_path_or_an_inherited_fd, make_root, remove_root),
 	};
 	return cmocka_run_group_tests_name("files", tests, NULL, NULL);
 }

@@ -97,7 +97,9 @@ static void workspace_ownership_stays_inside(void **state)
 	path_in(p, sizeof(p), "ws/hard");
 	assert_int_equal(link(outside, p), 0);
 
-	long changed = sbx_workspace_own(ws, 4242, 4343, &e);
+	int wsfd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(wsfd >= 0);
+	long changed = sbx_workspace_own_at(wsfd, ws, 4242, 4343, &e);
 	assert_true(changed >= 4); /* ws, sub, upload, the symlink itself */
 	path_in(p, sizeof(p), "ws/sub/upload");
 	assert_int_equal(stat(p, &st), 0);
@@ -110,7 +112,8 @@ static void workspace_ownership_stays_inside(void **state)
 	assert_int_equal(lstat(p, &st), 0);
 	assert_int_equal(st.st_uid, 4242);
 	/* Already owned: nothing to do the second time. */
-	assert_int_equal(sbx_workspace_own(ws, 4242, 4343, &e), 0);
+	assert_int_equal(sbx_workspace_own_at(wsfd, ws, 4242, 4343, &e), 0);
+	close(wsfd);
 }
 
 static void identity_written_once_with_one_record(void **state)
