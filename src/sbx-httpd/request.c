@@ -93,6 +93,8 @@ int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size
 /* fd becomes sbx-run's fd 3 + n: "fd:N" in the request it reads. */
 static const char *hand_on(struct api_exec *x, int fd, char *ref, size_t size)
 {
+	if (x->n_fds == sizeof(x->fds) / sizeof(x->fds[0]))
+		abort(); /* the workspace, its parent, a prefix and a package: never more */
 	x->fds[x->n_fds] = fd;
 	snprintf(ref, size, "fd:%d", 3 + (int)x->n_fds++);
 	return ref;
@@ -279,8 +281,15 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", ws_ref,
 				"timeoutMs", (json_int_t)timeout, "maxOutputBytes", (json_int_t)max_out,
 				"maxWorkspaceBytes", (json_int_t)max_ws);
-	if (prefix[0])
-		json_object_set_new(run, "environment", json_pack("{s:s}", "prefix", prefix));
+	if (prefix[0]) {
+		/* The prefix sbx-env resolved, opened once here and handed on. */
+		int env_fd = open(prefix, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (env_fd < 0) {
+			json_decref(run);
+			return fail(msg, msize, "%s", "The environment prefix cannot be opened");
+		}
+		json_object_set_new(run, "environment", json_pack("{s:s}", "prefix", hand_on(x, env_fd, ref, sizeof(ref))));
+	}
 	const char *ro = json_string_value(json_object_get(doc, "readOnlyWorkspaceRoot"));
 	if (ro && *ro) {
 		char shown[PATH_MAX];

@@ -33,7 +33,7 @@ struct api_exec {
 	char language[8];            /* python | r | shell */
 	char workspace[PATH_MAX];    /* display only: the fd's name when opened */
 	unsigned long long ws_dev, ws_ino; /* the workspace itself, whatever names it */
-	int fds[4];                  /* the workspace, its read-only parent, a skill package */
+	int fds[4];                  /* the workspace, an environment prefix, its read-only parent, a skill package */
 	size_t n_fds;
 	char env_revision[256];
 	char env_id[64];             /* the environment whose prefix is mounted, "" none */
