@@ -13,7 +13,7 @@
 
 const char *const sbx_bwrap_required_options[] = {
 	"--cap-drop", "--die-with-parent", "--new-session",
-	"--seccomp", "--unshare-all", "--unshare-user", NULL,
+	"--seccomp", "--unshare-all", "--unshare-user", "--bind-fd", "--ro-bind-fd", "--json-status-fd", NULL,
 };
 
 const char *sbx_bwrap_requested(const char *flag)

@@ -171,6 +171,12 @@ bool sbx_sandbox_read_info(struct sbx_sandbox *sb)
 	return sb->init_pid > 0;
 }
 
+bool sbx_sandbox_exit_reported(struct sbx_sandbox *sb)
+{
+	sbx_sandbox_read_info(sb);
+	return strstr(sb->info_buf, "\"exit-code\"") != NULL;
+}
+
 /* The parent of pid from /proc/<pid>/stat (world-readable, so no ptrace
  * right is needed); 0 when it cannot be read. */
 static pid_t parent_of(pid_t pid)

@@ -34,6 +34,9 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_f
  * just before bwrap starts; NULL when the launch refused (it said why on
  * stderr). */
 json_t *sbx_sandbox_plan(struct sbx_sandbox *sb);
+/* True when bwrap said the workload ended ({"exit-code": N} on its status
+ * fd): a sandbox that died in its setup never says so. */
+bool sbx_sandbox_exit_reported(struct sbx_sandbox *sb);
 /* Reads bwrap's info fd when it is readable; true once pid 1 is known. */
 bool sbx_sandbox_read_info(struct sbx_sandbox *sb);
 /* sig to every process below the sandbox's pid 1 (its whole namespace but

@@ -49,7 +49,8 @@ static void usage(FILE *out)
 		"  --dry-run              print {argv, env, cwd, seccompProfile, seccomp, runAs, probe}\n"
 		"                         and exec nothing\n"
 		"  --list-seccomp         print the seccomp rule table, one JSON object per line\n"
-		"  --info-fd FD           bwrap writes {\"child-pid\": N} (the sandbox's pid 1) to FD\n"
+		"  --info-fd FD           bwrap writes {\"child-pid\": N} (the sandbox's pid 1) to FD, and\n"
+		"                         {\"exit-code\": N} once the workload has ended\n"
 		"  --channel-fd FD        FD enters the sandbox as fd 5, named by SBX_CHANNEL_FD\n"
 		"  --plan-fd FD           write the --dry-run record to FD (one line, then closed)\n"
 		"                         just before bwrap is exec'd\n"
@@ -337,7 +338,9 @@ int main(int argc, char **argv)
 	}
 	json_decref(probe);
 	if (o.info_fd >= 0) {
-		sbx_strvec_insert(&plan.argv, 1, "--info-fd");
+		/* --json-status-fd: {"child-pid": N, ...} at start, and {"exit-code": N}
+		 * once the workload has ended, which a failed setup never writes. */
+		sbx_strvec_insert(&plan.argv, 1, "--json-status-fd");
 		sbx_strvec_insert(&plan.argv, 2, "4");
 	}
 	fflush(NULL);

@@ -254,6 +254,23 @@ static int execute(struct run *r, struct sbx_error *e)
 	sbx_cgroup_remove(&r->cg);
 	if (sbx_output_finish(&r->out, &r->truncated, e) != 0 || supervised != 0)
 		return fail(r, e);
+	bool stopped = r->timed_out || r->cancelled || r->quota_hit || r->exhausted || r->worker.outcome != WORKER_OK;
+	bool setup_failed = r->sb.init_pid && !stopped && WIFEXITED(r->wait_status) && WEXITSTATUS(r->wait_status) != 0 &&
+			    !sbx_sandbox_exit_reported(&r->sb);
+	if (setup_failed) {
+		/* bwrap gave up before the workload ran (a bind that lost a race
+		 * with a rename, a source gone): its message is bwrap's last line. */
+		char line[1024] = "", *text;
+		size_t len;
+		if ((text = sbx_read_file_capped(r->out.s[1].path, 1u << 20, &len, e))) {
+			sbx_last_line(text, line, sizeof(line));
+			free(text);
+		}
+		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "sandbox-setup-failed", "the sandbox did not start: %s",
+			      line[0] ? line : "bwrap failed before the workload ran");
+		r->ran = false;
+		return fail(r, e);
+	}
 	if (!r->sb.init_pid) {
 		/* bwrap never reported a sandbox: sbx-launch refused, say why. */
 		char line[1024] = "", *text;
