@@ -30,7 +30,7 @@ PROGRAMS := $(patsubst src/%/main.c,bin/%,$(wildcard src/sbx-*/main.c))
 # under SAN=1: LeakSanitizer needs ptrace, which the seccomp filter refuses.
 IN_SANDBOX := bin/sbx-report bin/sbx-egress-bridge
 REPORT_SRC := src/sbx-report/main.c $(addprefix src/lib/,channel.c channel_schema.c json.c cli.c \
-              diag.c error.c exitcodes.c io.c path.c)
+              diag.c error.c exitcodes.c io.c beneath.c path.c)
 UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))

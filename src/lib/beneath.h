@@ -2,6 +2,7 @@
  * directory fd, never through a symlink or "..", never outside the root. */
 #ifndef SBX_BENEATH_H
 #define SBX_BENEATH_H
+#undef sbx_open_beneath /* io.h's two-argument spelling */
 
 #include "error.h"
 

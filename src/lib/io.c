@@ -1,11 +1,10 @@
 /* io.c — capped reads and complete writes. */
 #include "io.h"
+#include "beneath.h"
 #include "exitcodes.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,14 +123,9 @@ int sbx_process_start_time(pid_t pid, char *out, size_t size)
 	return out[0] ? 0 : -1;
 }
 
-int sbx_open_beneath(int rootfd, const char *path)
+int sbx_open_beneath_read(int rootfd, const char *path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV };
-	int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	return fd;
+	return sbx_open_beneath(rootfd, path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
 }
 
 int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e)

@@ -22,9 +22,15 @@ int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e);
 /* A walker's start: w is its freshly allocated state (NULL: out of
  * memory). The root's fd, or -1 with w freed and e set. */
 int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e);
-/* Opens path below rootfd for reading without following any symlink and
- * without leaving rootfd's filesystem (openat2 RESOLVE_BENEATH). */
-int sbx_open_beneath(int rootfd, const char *path);
+/* Opens path below rootfd for reading without following any symlink:
+ * sbx_open_beneath(rootfd, path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS). */
+int sbx_open_beneath_read(int rootfd, const char *path);
+/* The two-argument spelling some callers still use (sbx-run's worker)
+ * reaches sbx_open_beneath_read; beneath.h's four-argument
+ * sbx_open_beneath replaces this macro wherever it is included. */
+#ifndef SBX_BENEATH_H
+#define sbx_open_beneath(rootfd, path) sbx_open_beneath_read(rootfd, path)
+#endif
 /* A process's start time (field 22 of /proc/<pid>/stat) as text, so a
  * recorded pid can be told from a later process that reuses it. */
 int sbx_process_start_time(pid_t pid, char *out, size_t size);

@@ -3,6 +3,7 @@
  * canonical manifest, make everything durable, then move the ref. */
 #include "snap_store.h"
 #include "atomic_file.h"
+#include "beneath.h"
 #include "exitcodes.h"
 #include "fnv.h"
 #include "io.h"
@@ -221,7 +222,7 @@ int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, char digest[72], 
 static int store_file(struct commit *c, int rootfd, struct sbx_snap_entry *x)
 {
 	struct stat st;
-	int in = sbx_open_beneath(rootfd, x->path);
+	int in = sbx_open_beneath(rootfd, x->path, O_RDONLY | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
 	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
 		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "snapshot-read", "%.300s: %s", x->path,
 			      in < 0 || !S_ISREG(st.st_mode) ? strerror(errno ? errno : EINVAL) : strerror(errno));
