@@ -127,15 +127,3 @@ int sbx_open_beneath_read(int rootfd, const char *path)
 {
 	return sbx_open_beneath(rootfd, path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
 }
-
-int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e)
-{
-	if (!w) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", root);
-		return -1;
-	}
-	int fd = sbx_open_walk_root(root, st, e);
-	if (fd < 0)
-		free(w);
-	return fd;
-}

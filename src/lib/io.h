@@ -19,9 +19,6 @@ char *sbx_read_file_capped(const char *path, size_t cap, size_t *len,
 /* Opens a directory a walk starts from and stats it; -1 with an error
  * naming root (exit 2). */
 int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e);
-/* A walker's start: w is its freshly allocated state (NULL: out of
- * memory). The root's fd, or -1 with w freed and e set. */
-int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e);
 /* Opens path below rootfd for reading without following any symlink:
  * sbx_open_beneath(rootfd, path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS). */
 int sbx_open_beneath_read(int rootfd, const char *path);
