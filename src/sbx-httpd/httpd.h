@@ -150,8 +150,9 @@ enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
 /* remote.c, snapshots.c, skills.c: remote workspaces (runner-api 5.7). */
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
 enum MHD_Result handle_skills(struct req *r, const char *id);
-/* <data>/remote-workspaces/<key> from a raw key (NULL with a 400 sent). */
-bool remote_workspace(struct req *r, const char *raw, bool create, char *dir, size_t size, enum MHD_Result *sent);
+/* <data>/remote-workspaces/<key> from a raw key, as a directory fd opened
+ * with no symlink on the way (-1 with a 400 sent). */
+int remote_workspace(struct req *r, const char *raw, bool create, enum MHD_Result *sent);
 /* A request's paths (null: all) as clean relative paths in *clean (NULL:
  * all); false with a 400 sent. remote_selected: path is one of them or
  * below one. */
