@@ -69,13 +69,12 @@ int sbx_remove_tree(const char *path)
 	char rel[PATH_MAX];
 	size_t n = 0;
 	for (const char *p = path; *p; p++) {
-		if (*p == '/' && (n == 0 || rel[n - 1] == '/'))
+		if (*p == '/' && (n == 0 || p[1] == '/' || !p[1]))
 			continue;
 		if (n >= sizeof(rel) - 1)
 			return errno = ENAMETOOLONG, -1;
 		rel[n++] = *p;
 	}
-	n -= n > 0 && rel[n - 1] == '/';
 	rel[n] = '\0';
 	int root = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
