@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,16 +132,4 @@ int sbx_process_start_time(pid_t pid, char *out, size_t size)
 		}
 	free(st);
 	return out[0] ? 0 : -1;
-}
-
-int sbx_walk_start(int rootfd, const char *name, void *w, struct stat *st, struct sbx_error *e)
-{
-	if (!w) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%.300s: out of memory", name);
-		return -1;
-	}
-	int fd = sbx_open_walk_root_at(rootfd, name, st, e);
-	if (fd < 0)
-		free(w);
-	return fd;
 }

@@ -142,32 +142,27 @@ static void walk_dir(struct walk *w, int dirfd, int depth)
 	}
 }
 
-int sbx_quota_usage(const char *root, struct sbx_usage *u, struct sbx_error *e)
-{
-	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		memset(u, 0, sizeof(*u));
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
-		return -1;
-	}
-	int rc = sbx_quota_usage_at(fd, root, u, e);
-	close(fd);
-	return rc;
-}
-
-int sbx_quota_usage_at(int rootfd, const char *root, struct sbx_usage *u, struct sbx_error *e)
+/* The walk below rootfd; display names the root in error paths. */
+static int usage_at(int rootfd, const char *display, struct sbx_usage *u, struct sbx_error *e)
 {
 	struct walk *w = calloc(1, sizeof(*w));
 	struct stat st;
 
 	memset(u, 0, sizeof(*u));
 	u->errors = json_array();
-	int fd = sbx_walk_start(rootfd, root, w, &st, e);
-	if (fd < 0)
+	/* A description of its own: getdents64 does not move rootfd's offset. */
+	int fd = w ? openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		sbx_error_set(e, w ? SBX_EXIT_USAGE : SBX_EXIT_INTERNAL, "bad-path", "%.300s: %s", display,
+			      strerror(w ? errno : ENOMEM));
+		if (fd >= 0)
+			close(fd);
+		free(w);
 		return -1;
+	}
 	w->u = u;
 	w->dev = st.st_dev;
-	w->root = root;
+	w->root = display;
 	sbx_map_init(&w->links);
 	walk_dir(w, fd, 0);
 	close(fd);
@@ -176,6 +171,25 @@ int sbx_quota_usage_at(int rootfd, const char *root, struct sbx_usage *u, struct
 	sbx_map_free(&w->links, NULL);
 	free(w);
 	return 0;
+}
+
+int sbx_quota_usage_at(int rootfd, struct sbx_usage *u, struct sbx_error *e)
+{
+	return usage_at(rootfd, ".", u, e);
+}
+
+int sbx_quota_usage(const char *root, struct sbx_usage *u, struct sbx_error *e)
+{
+	struct stat st;
+	int fd = sbx_open_walk_root(root, &st, e);
+	if (fd < 0) {
+		memset(u, 0, sizeof(*u));
+		u->errors = json_array();
+		return -1;
+	}
+	int rc = usage_at(fd, root, u, e);
+	close(fd);
+	return rc;
 }
 
 json_t *sbx_usage_json(const struct sbx_usage *u)

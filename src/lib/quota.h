@@ -21,8 +21,9 @@ struct sbx_usage {
 
 /* Walks root. -1 only when root itself cannot be opened. */
 int sbx_quota_usage(const char *root, struct sbx_usage *u, struct sbx_error *e);
-/* The same below a directory fd; root names it in messages and errors. */
-int sbx_quota_usage_at(int rootfd, const char *root, struct sbx_usage *u, struct sbx_error *e);
+/* The same below a directory fd (O_RDONLY or O_PATH, left open and where
+ * it was); error paths start at ".". */
+int sbx_quota_usage_at(int rootfd, struct sbx_usage *u, struct sbx_error *e);
 json_t *sbx_usage_json(const struct sbx_usage *u);
 void sbx_usage_free(struct sbx_usage *u);
 

@@ -11,7 +11,7 @@ bool sbx_quota_exceeded_at(int rootfd, uint64_t limit, uint64_t *bytes)
 	struct sbx_error e;
 
 	*bytes = 0;
-	if (limit == 0 || sbx_quota_usage_at(rootfd, "workspace", &u, &e) != 0)
+	if (limit == 0 || sbx_quota_usage_at(rootfd, &u, &e) != 0)
 		return false;
 	*bytes = u.bytes;
 	sbx_usage_free(&u);

@@ -1,18 +1,19 @@
-/* remote_path.c — key and path grammars, and the no-symlink parent: one
- * openat2 (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) where the kernel has it,
- * else (or to create directories) a walk opening each directory with
- * O_DIRECTORY | O_NOFOLLOW from the previous one: the same guarantee. */
+/* remote_path.c — key and path grammars, the no-symlink parent (one
+ * sbx_open_beneath(NO_SYMLINKS); to create directories, a walk opening each
+ * with O_DIRECTORY | O_NOFOLLOW from the previous one: the same guarantee),
+ * and remote workspaces opened, and removed, through it. */
 #include "remote_path.h"
+#include "beneath.h"
 #include "text.h"
+#include "tree_remove.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 static bool segments_ok(const char *s, bool strict_chars)
@@ -81,91 +82,80 @@ static int step(int dirfd, const char *name, bool create)
 	return fd;
 }
 
-/* openat2 where the kernel has it: the parent in one call, no symlink and
- * nothing outside rootfd on the way. -2 when the walk must do it (no
- * openat2, or a directory to create). */
-static int parent_by_openat2(int rootfd, const char *rel, bool create)
-{
-	const char *slash = strrchr(rel, '/');
-	if (!slash)
-		return fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-	char dir[4096];
-	if ((size_t)(slash - rel) >= sizeof(dir))
-		return errno = ENAMETOOLONG, -1;
-	memcpy(dir, rel, (size_t)(slash - rel));
-	dir[slash - rel] = '\0';
-	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	int fd = (int)syscall(SYS_openat2, rootfd, dir, &how, sizeof(how));
-	if (fd >= 0)
-		return fd;
-	if (errno == ENOSYS || (errno == ENOENT && create))
-		return -2;
-	return -1;
-}
-
 int sbx_beneath_parent(int rootfd, const char *rel, bool create, const char **leaf)
 {
-	int direct = parent_by_openat2(rootfd, rel, create);
-	if (direct != -2) {
-		const char *slash = strrchr(rel, '/');
-		*leaf = slash ? slash + 1 : rel;
-		return direct;
+	const char *slash = strrchr(rel, '/');
+	char dir[SBX_REMOTE_PATH_MAX + 1];
+	if (slash && (size_t)(slash - rel) >= sizeof(dir))
+		return errno = ENAMETOOLONG, -1;
+	if (slash) {
+		memcpy(dir, rel, (size_t)(slash - rel));
+		dir[slash - rel] = '\0';
 	}
-	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-	const char *p = rel;
-	char name[256];
-	for (;;) {
+	/* The parent in one resolution; the walk below only creates. */
+	int fd = slash ? sbx_open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS)
+		       : fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	*leaf = slash ? slash + 1 : rel;
+	if (fd >= 0 || !create || errno != ENOENT)
+		return fd;
+	fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	for (const char *p = rel; fd >= 0 && p < *leaf;) {
 		size_t n = strcspn(p, "/");
-		if (!p[n]) {
-			*leaf = p;
-			return fd;
-		}
-		if (n >= sizeof(name)) {
+		char name[NAME_MAX + 1];
+		if (n > NAME_MAX) {
 			close(fd);
-			errno = ENAMETOOLONG;
-			return -1;
+			return errno = ENAMETOOLONG, -1;
 		}
 		memcpy(name, p, n);
 		name[n] = '\0';
 		int next = step(fd, name, create);
 		int saved = errno;
 		close(fd);
-		if (next < 0) {
-			errno = saved;
-			return -1;
-		}
 		fd = next;
+		errno = saved;
 		p += n + 1;
 	}
+	return fd;
 }
 
-int sbx_remote_workspace_dir(const char *data_dir, const char *key, bool create, char *out, size_t size)
+/* <data>/remote-workspaces, a real directory (made when create). */
+static int workspaces_root(const char *data_dir, bool create)
 {
-	char root[4096];
-	struct stat st;
-	if (snprintf(root, sizeof(root), "%s/remote-workspaces", data_dir) >= (int)sizeof(root))
+	int data = open(data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (data < 0)
+		return -1;
+	int fd = step(data, "remote-workspaces", create);
+	int saved = errno;
+	close(data);
+	errno = saved;
+	return fd;
+}
+
+int sbx_remote_workspace_open(const char *data_dir, const char *key, bool create)
+{
+	char with_slash[SBX_REMOTE_KEY_MAX + 8];
+	const char *leaf;
+	if (snprintf(with_slash, sizeof(with_slash), "%s/x", key) >= (int)sizeof(with_slash))
 		return errno = ENAMETOOLONG, -1;
-	if (create && mkdir(root, 0755) != 0 && errno != EEXIST)
-		return -1;
-	if (lstat(root, &st) != 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode))
-		return errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR, -1;
-	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (rootfd < 0)
+	int root = workspaces_root(data_dir, create);
+	if (root < 0)
 		return -1;
 	/* Every component, the last included, is a real directory. */
-	char with_slash[SBX_REMOTE_KEY_MAX + 8];
-	snprintf(with_slash, sizeof(with_slash), "%s/x", key);
-	const char *leaf;
-	int fd = sbx_beneath_parent(rootfd, with_slash, create, &leaf);
+	int fd = sbx_beneath_parent(root, with_slash, create, &leaf);
 	int saved = errno;
-	close(rootfd);
-	if (fd < 0)
-		return errno = saved, -1;
-	close(fd);
-	if (snprintf(out, size, "%s/%s", root, key) >= (int)size)
-		return errno = ENAMETOOLONG, -1;
-	return 0;
+	close(root);
+	errno = saved;
+	return fd;
+}
+
+int sbx_remote_workspace_remove(const char *data_dir, const char *key)
+{
+	int root = workspaces_root(data_dir, false);
+	if (root < 0)
+		return -1;
+	int rc = sbx_remove_tree_beneath(root, key);
+	int saved = errno;
+	close(root);
+	errno = saved;
+	return rc;
 }

@@ -1,6 +1,6 @@
 /* remote_path.h — the grammars of runner-api 5.7 (remote workspace keys,
- * workspace-relative file paths) and a walk below a directory that never
- * follows a symlink, for writes. */
+ * workspace-relative file paths), a remote workspace as a directory fd,
+ * and a walk below a directory that never follows a symlink, for writes. */
 #ifndef SBX_REMOTE_PATH_H
 #define SBX_REMOTE_PATH_H
 
@@ -17,13 +17,22 @@ bool sbx_remote_key(const char *raw, char *out, size_t size);
 /* The trimmed relative path (into out) when valid: not absolute, no '\',
  * at most 2000 characters, no empty, "." or ".." segment. */
 bool sbx_remote_rel_path(const char *raw, char *out, size_t size);
-/* <data>/remote-workspaces/<key>, each component a real directory
- * (created when create; a symlink anywhere, the root included, refused).
- * 0, -1 (errno ELOOP for a symlink, ENOENT when missing and !create). */
-int sbx_remote_workspace_dir(const char *data_dir, const char *key, bool create, char *out, size_t size);
-/* The directory holding rel below rootfd, walked one O_NOFOLLOW component
- * at a time (created 0755 when create); its fd, with the last component in
- * *leaf (a pointer into rel). -1 with errno ELOOP on a symlink. */
+/* <data>/remote-workspaces/<key> as an O_RDONLY | O_DIRECTORY fd, every
+ * component a real directory (created 0755 when create; a symlink
+ * anywhere, remote-workspaces included, refused): the fd every operation
+ * on the workspace is relative to. -1 with errno ELOOP for a symlink,
+ * ENOENT when missing and !create, ENOTDIR for a file on the way. */
+int sbx_remote_workspace_open(const char *data_dir, const char *key, bool create);
+/* Removes the key's directory and everything in it, never following a
+ * symlink at any level (a symlink at the key itself is unlinked). 0, or
+ * -1 with errno (ENOENT: nothing there; ELOOP: a symlinked parent). */
+int sbx_remote_workspace_remove(const char *data_dir, const char *key);
+/* The directory holding rel below rootfd, opened with no symlink and
+ * nothing outside rootfd on the way (sbx_open_beneath NO_SYMLINKS; missing
+ * directories created 0755 by an O_NOFOLLOW walk when create); its
+ * O_RDONLY fd (a dup of rootfd when rel has one component), with the
+ * last component in *leaf (a pointer into rel).
+ * -1 with errno ELOOP on a symlink (EXDEV, ENOTDIR for other refusals). */
 int sbx_beneath_parent(int rootfd, const char *rel, bool create, const char **leaf);
 
 #endif

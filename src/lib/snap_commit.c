@@ -4,6 +4,7 @@
 #include "snap_store.h"
 #include "beneath.h"
 #include "atomic_file.h"
+#include "beneath.h"
 #include "exitcodes.h"
 #include "fnv.h"
 #include "io.h"
@@ -222,7 +223,7 @@ int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, char digest[72], 
 static int store_file(struct commit *c, int rootfd, struct sbx_snap_entry *x)
 {
 	struct stat st;
-	int in = sbx_open_beneath(rootfd, x->path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
+	int in = sbx_open_beneath(rootfd, x->path, O_RDONLY | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
 	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
 		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "snapshot-read", "%.300s: %s", x->path,
 			      in < 0 || !S_ISREG(st.st_mode) ? strerror(errno ? errno : EINVAL) : strerror(errno));
@@ -436,7 +437,7 @@ json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct 
 	sbx_map_init(&c.cache);
 	if (prepare_store(store, e) != 0 || (lock = sbx_snap_lock(store, false, e)) < 0 ||
 	    (rootfd = openat(wsfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || !(c.buf = malloc(COPY_BUF)) ||
-	    sbx_snap_scan_at(rootfd, real, &s, e) != 0)
+	    sbx_snap_scan_at(rootfd, &s, e) != 0)
 		goto done;
 	snprintf(c.cache_path, sizeof(c.cache_path), "%s/statcache/%016llx.tsv", store,
 		 (unsigned long long)sbx_fnv1a64(SBX_FNV_INIT, real, strlen(real)));

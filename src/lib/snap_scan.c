@@ -121,28 +121,21 @@ static int by_path(const void *a, const void *b)
 	return strcmp(((const struct sbx_snap_entry *)a)->path, ((const struct sbx_snap_entry *)b)->path);
 }
 
-int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e)
-{
-	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		memset(s, 0, sizeof(*s));
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
-		return -1;
-	}
-	int rc = sbx_snap_scan_at(fd, root, s, e);
-	close(fd);
-	return rc;
-}
-
-int sbx_snap_scan_at(int rootfd, const char *root, struct sbx_snap_scan *s, struct sbx_error *e)
+int sbx_snap_scan_at(int rootfd, struct sbx_snap_scan *s, struct sbx_error *e)
 {
 	struct scan *w = calloc(1, sizeof(*w));
 	struct stat st;
 
 	memset(s, 0, sizeof(*s));
-	int fd = sbx_walk_start(rootfd, root, w, &st, e);
-	if (fd < 0)
+	/* A description of its own: the walk's reads do not move rootfd's offset. */
+	int fd = w ? openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		sbx_error_set(e, w ? SBX_EXIT_USAGE : SBX_EXIT_INTERNAL, "scan-failed", ".: %s", strerror(w ? errno : ENOMEM));
+		if (fd >= 0)
+			close(fd);
+		free(w);
 		return -1;
+	}
 	w->s = s;
 	w->dev = st.st_dev;
 	w->e = e;
@@ -156,6 +149,18 @@ int sbx_snap_scan_at(int rootfd, const char *root, struct sbx_snap_scan *s, stru
 	if (s->len > 1)
 		qsort(s->v, s->len, sizeof(*s->v), by_path);
 	return 0;
+}
+
+int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e)
+{
+	struct stat st;
+	int fd = sbx_open_walk_root(root, &st, e);
+	int rc = fd < 0 ? -1 : sbx_snap_scan_at(fd, s, e);
+	if (fd < 0)
+		memset(s, 0, sizeof(*s));
+	else
+		close(fd);
+	return rc;
 }
 
 void sbx_snap_scan_free(struct sbx_snap_scan *s)

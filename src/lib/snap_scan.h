@@ -30,8 +30,9 @@ struct sbx_snap_scan {
 /* Walks root without following symlinks or crossing mount points; other
  * file types (fifos, sockets, devices) are left out. Sorted by path. */
 int sbx_snap_scan(const char *root, struct sbx_snap_scan *s, struct sbx_error *e);
-/* The same below a directory fd (O_PATH too); root names it in messages. */
-int sbx_snap_scan_at(int rootfd, const char *root, struct sbx_snap_scan *s, struct sbx_error *e);
+/* The same below a directory fd (O_RDONLY or O_PATH, left open and where
+ * it was); errors name paths relative to it, never a host path. */
+int sbx_snap_scan_at(int rootfd, struct sbx_snap_scan *s, struct sbx_error *e);
 void sbx_snap_scan_free(struct sbx_snap_scan *s);
 
 /* Regular files only (symlinks skipped), as the runner reports them:

@@ -1,12 +1,13 @@
-/* tree_remove.c — depth-first removal with openat(O_NOFOLLOW) and unlinkat. */
+/* tree_remove.c — depth-first removal with openat(O_NOFOLLOW) and unlinkat,
+ * from a parent opened with no symlink on the way. */
 #include "tree_remove.h"
+#include "path.h"
+#include "remote_path.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,18 +48,40 @@ int sbx_remove_tree_at(int dirfd, const char *name)
 	return remove_at(dirfd, name, 0);
 }
 
+int sbx_remove_tree_beneath(int rootfd, const char *rel)
+{
+	const char *leaf;
+	if (!sbx_path_plain_relative(rel))
+		return errno = EINVAL, -1;
+	int parent = sbx_beneath_parent(rootfd, rel, false, &leaf);
+	if (parent < 0)
+		return -1;
+	int rc = remove_at(parent, leaf, 0);
+	int saved = errno;
+	close(parent);
+	errno = saved;
+	return rc;
+}
+
 int sbx_remove_tree(const char *path)
 {
-	char copy[PATH_MAX], copy2[PATH_MAX];
-	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy))
-		return errno = ENAMETOOLONG, -1;
-	strcpy(copy2, copy);
-	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	/* "/a//b/" is "a/b" below "/". */
+	char rel[PATH_MAX];
+	size_t n = 0;
+	for (const char *p = path; *p; p++) {
+		if (*p == '/' && (n == 0 || p[1] == '/' || !p[1]))
+			continue;
+		if (n >= sizeof(rel) - 1)
+			return errno = ENAMETOOLONG, -1;
+		rel[n++] = *p;
+	}
+	rel[n] = '\0';
+	int root = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
 		return -1;
-	int rc = remove_at(fd, basename(copy2), 0);
+	int rc = sbx_remove_tree_beneath(root, rel);
 	int saved = errno;
-	close(fd);
+	close(root);
 	errno = saved;
 	return rc;
 }

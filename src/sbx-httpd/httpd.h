@@ -159,8 +159,9 @@ int skills_write_manifest(int dirfd, const json_t *skills);
 /* The package at root (<store>/<id>) verified against its id: its fd
  * (O_RDONLY directory), -1 when not held, -2 when it fails the check. */
 int skills_held_open(const char *root);
-/* <data>/remote-workspaces/<key> from a raw key (NULL with a 400 sent). */
-bool remote_workspace(struct req *r, const char *raw, bool create, char *dir, size_t size, enum MHD_Result *sent);
+/* <data>/remote-workspaces/<key> from a raw key, as a directory fd opened
+ * with no symlink on the way (-1 with a 400 sent). */
+int remote_workspace(struct req *r, const char *raw, bool create, enum MHD_Result *sent);
 /* A request's paths (null: all) as clean relative paths in *clean (NULL:
  * all); false with a 400 sent. remote_selected: path is one of them or
  * below one. */

@@ -1,20 +1,21 @@
-/* remote.c — remote workspaces (runner-api 4 rows 32-36, 5.7): keys made
- * on demand as real directories, listings, reads that resolve and stay
- * inside, and uploads published only after every check: size and hash
- * (verified), quota, then a link (reject: atomic against a concurrent
- * creator) or a rename (overwrite) into a parent walked without symlinks. */
+/* remote.c — remote workspaces (runner-api 4 rows 32-36, 5.7): each request
+ * opens the key's directory once (no symlink on the way) and works only
+ * relative to that fd: listings, reads opened beneath it, uploads published
+ * after every check (size and hash, quota) by a link or a rename inside a
+ * parent opened without symlinks, and deletes that never follow one. */
 #include "httpd.h"
-#include "../lib/path.h"
 #include "../lib/quota.h"
 #include "../lib/remote_path.h"
 #include "../lib/snap_scan.h"
-#include "../lib/tree_remove.h"
+#include "../lib/beneath.h"
+#include "../lib/uuid.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,20 +61,28 @@ bool remote_selected(const char *path, const json_t *clean)
 	return false;
 }
 
-bool remote_workspace(struct req *r, const char *raw, bool create, char *dir, size_t size, enum MHD_Result *sent)
+/* The trimmed key into key, or false with a 400 sent. */
+static bool clean_key(struct req *r, const char *raw, char key[SBX_REMOTE_KEY_MAX + 1], enum MHD_Result *sent)
+{
+	if (sbx_remote_key(raw, key, SBX_REMOTE_KEY_MAX + 1))
+		return true;
+	*sent = reply_error(r, 400, "Invalid remote workspace key");
+	return false;
+}
+
+static const char *const NO_SYMLINKS = "Remote workspace path must not contain symbolic links";
+
+int remote_workspace(struct req *r, const char *raw, bool create, enum MHD_Result *sent)
 {
 	char key[SBX_REMOTE_KEY_MAX + 1];
-	if (!sbx_remote_key(raw, key, sizeof(key))) {
-		*sent = reply_error(r, 400, "Invalid remote workspace key");
-		return false;
-	}
-	if (sbx_remote_workspace_dir(g_server.cfg.data_dir, key, create, dir, size) != 0) {
-		*sent = errno == ELOOP ? reply_error(r, 400, "Remote workspace path must not contain symbolic links")
+	if (!clean_key(r, raw, key, sent))
+		return -1;
+	int fd = sbx_remote_workspace_open(g_server.cfg.data_dir, key, create);
+	if (fd < 0)
+		*sent = errno == ELOOP ? reply_error(r, 400, "%s", NO_SYMLINKS)
 		      : errno == ENOENT ? reply_error(r, 400, "Remote workspace does not exist")
 					  : reply_error(r, 400, "Remote workspace is unavailable: %s", strerror(errno));
-		return false;
-	}
-	return true;
+	return fd;
 }
 
 static json_t *file_entry(const struct sbx_snap_entry *e)
@@ -86,17 +95,19 @@ static json_t *file_entry(const struct sbx_snap_entry *e)
 /* Every file, or those named (a directory stands for the files below it). */
 static enum MHD_Result list(struct req *r, const char *raw_key, const json_t *paths)
 {
-	char dir[PATH_MAX];
 	enum MHD_Result sent;
 	struct sbx_snap_scan scan = { 0 };
 	struct sbx_error e;
 	json_t *clean;
 	if (!remote_paths(r, paths, &clean, &sent))
 		return sent;
-	bool found = remote_workspace(r, raw_key, true, dir, sizeof(dir), &sent);
-	if (!found || sbx_snap_scan(dir, &scan, &e) != 0) {
+	int dir = remote_workspace(r, raw_key, true, &sent);
+	int scanned = dir < 0 ? -1 : sbx_snap_scan_at(dir, &scan, &e);
+	if (dir >= 0)
+		close(dir);
+	if (scanned != 0) {
 		json_decref(clean);
-		return found ? reply_error(r, 400, "%s", e.message) : sent;
+		return dir >= 0 ? reply_error(r, 400, "%s", e.message) : sent;
 	}
 	json_t *out = json_array();
 	for (size_t i = 0; i < scan.len; i++)
@@ -107,27 +118,25 @@ static enum MHD_Result list(struct req *r, const char *raw_key, const json_t *pa
 	return reply_json(r, 200, out);
 }
 
-/* A read resolves symlinks, and what it reaches must stay inside. */
-static int open_for_read(struct req *r, const char *dir, const char *raw_path, struct stat *st, enum MHD_Result *sent)
+/* A read is opened once below the key's fd: symlinks are followed while
+ * they stay inside (the kernel refuses an escape); a FIFO or a device is
+ * opened without blocking and refused. */
+static int open_for_read(struct req *r, int dir, const char *raw_path, struct stat *st, enum MHD_Result *sent)
 {
-	char rel[SBX_REMOTE_PATH_MAX + 1], joined[PATH_MAX * 2], real[PATH_MAX], root[PATH_MAX];
+	char rel[SBX_REMOTE_PATH_MAX + 1];
 	if (!sbx_remote_rel_path(raw_path, rel, sizeof(rel))) {
 		*sent = reply_error(r, 400, "Invalid remote workspace path");
 		return -1;
 	}
-	snprintf(joined, sizeof(joined), "%s/%s", dir, rel);
-	if (!realpath(dir, root) || !realpath(joined, real)) {
-		*sent = reply_error(r, 400, "Remote workspace file not found: %s", rel);
+	int fd = sbx_open_beneath(dir, rel, O_RDONLY | O_NONBLOCK, SBX_BENEATH_IN_ROOT);
+	if (fd < 0) {
+		*sent = errno == EXDEV ? reply_error(r, 400, "Remote workspace path escapes the workspace: %s", rel)
+		      : errno == EAGAIN ? reply_error(r, 409, "Remote workspace path changed while it was opened: %s", rel)
+					  : reply_error(r, 400, "Remote workspace file not found: %s", rel);
 		return -1;
 	}
-	if (!sbx_path_is_within(root, real) || !strcmp(root, real)) {
-		*sent = reply_error(r, 400, "Remote workspace path escapes the workspace: %s", rel);
-		return -1;
-	}
-	int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-		if (fd >= 0)
-			close(fd);
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
 		*sent = reply_error(r, 400, "Remote workspace path is not a regular file: %s", rel);
 		return -1;
 	}
@@ -146,17 +155,18 @@ enum MHD_Result reply_file(struct req *r, int fd, off_t size)
 
 static enum MHD_Result read_file(struct req *r)
 {
-	char dir[PATH_MAX];
 	enum MHD_Result sent;
 	struct stat st;
-	if (!remote_workspace(r, query(r, "workspace"), true, dir, sizeof(dir), &sent))
+	int dir = remote_workspace(r, query(r, "workspace"), true, &sent);
+	if (dir < 0)
 		return sent;
 	int fd = open_for_read(r, dir, query(r, "path"), &st, &sent);
+	close(dir);
 	return fd < 0 ? sent : reply_file(r, fd, st.st_size);
 }
 
 /* What the upload would make the workspace hold, against the quota. */
-static bool within_quota(const char *dir, int parent, const char *leaf, unsigned long long incoming)
+static bool within_quota(int dir, int parent, const char *leaf, unsigned long long incoming)
 {
 	long long max = g_server.cfg.max_workspace_bytes;
 	struct sbx_usage u;
@@ -164,7 +174,7 @@ static bool within_quota(const char *dir, int parent, const char *leaf, unsigned
 	struct stat st;
 	if (max <= 0)
 		return true;
-	if (sbx_quota_usage(dir, &u, &e) != 0)
+	if (sbx_quota_usage_at(dir, &u, &e) != 0)
 		return false;
 	unsigned long long total = u.bytes;
 	sbx_usage_free(&u);
@@ -173,9 +183,55 @@ static bool within_quota(const char *dir, int parent, const char *leaf, unsigned
 	return total + incoming <= (unsigned long long)max;
 }
 
+/* The staged bytes into a new file created in parent (a random name,
+ * O_EXCL | O_NOFOLLOW), given its mode and synced: name holds it. */
+static int stage_in(int parent, const struct upload *u, mode_t mode, char *name, size_t size)
+{
+	sbx_uuid4(".sbx-upload-", name, size);
+	int fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	off_t off = 0;
+	ssize_t n = 1;
+	while ((unsigned long long)off < u->bytes && (n = sendfile(fd, u->fd, &off, u->bytes - (unsigned long long)off)) > 0)
+		;
+	int ok = n > 0 && fchmod(fd, mode) == 0 && fsync(fd) == 0;
+	int saved = n == 0 ? EIO : errno; /* the staging file ended early */
+	close(fd);
+	if (ok)
+		return 0;
+	unlinkat(parent, name, 0);
+	return errno = saved, -1;
+}
+
+/* Linked (reject: atomic against a concurrent creator) or renamed
+ * (overwrite) onto leaf, both names relative to parent. */
+static enum MHD_Result place(struct req *r, struct upload *u, int parent, const char *leaf, const char *rel,
+			     const char *sha)
+{
+	char name[64];
+	bool overwrite = query(r, "conflict") && !strcmp(query(r, "conflict"), "overwrite");
+	long exec = u->verified && header(r, "x-workspace-executable") ? strtol(header(r, "x-workspace-executable"), NULL, 10) : 0;
+	if (stage_in(parent, u, (mode_t)(0644 | (exec & 0111)), name, sizeof(name)) != 0)
+		return reply_error(r, 400, "Cannot stage the upload: %s", strerror(errno));
+	int rc = overwrite ? renameat(parent, name, parent, leaf) : linkat(parent, name, parent, leaf, 0);
+	int saved = errno;
+	if (rc != 0 || !overwrite)
+		unlinkat(parent, name, 0);
+	if (rc != 0 && !overwrite && saved == EEXIST) /* a plain upload's collision is 409, a verified one's 400 */
+		return reply_error(r, u->verified ? 400 : 409, "Remote workspace file already exists");
+	if (rc != 0)
+		return reply_error(r, 400, "Cannot publish the upload: %s", strerror(saved));
+	fsync(parent);
+	json_t *body = json_pack("{s:s,s:I}", "path", rel, "size", (json_int_t)u->bytes);
+	if (u->verified)
+		json_object_set_new(body, "sha256", json_string(sha));
+	return reply_json(r, 201, body);
+}
+
 static enum MHD_Result publish(struct req *r, struct upload *u)
 {
-	char dir[PATH_MAX], rel[SBX_REMOTE_PATH_MAX + 1], sha[SBX_SHA256_HEX_LEN + 1], msg[600];
+	char rel[SBX_REMOTE_PATH_MAX + 1], sha[SBX_SHA256_HEX_LEN + 1], msg[600];
 	enum MHD_Result sent;
 	unsigned status = upload_check(r->conn, u->verified, msg, sizeof(msg));
 	if (status)
@@ -194,60 +250,43 @@ static enum MHD_Result publish(struct req *r, struct upload *u)
 		if (strcmp(sha, header(r, "x-workspace-sha256")) != 0)
 			return reply_error(r, 400, "Verified upload content does not match x-workspace-sha256");
 	}
-	if (!remote_workspace(r, query(r, "workspace"), true, dir, sizeof(dir), &sent))
+	int dir = remote_workspace(r, query(r, "workspace"), true, &sent);
+	if (dir < 0)
 		return sent;
 	sbx_remote_rel_path(query(r, "path"), rel, sizeof(rel));
-	bool overwrite = query(r, "conflict") && !strcmp(query(r, "conflict"), "overwrite");
-	long exec = u->verified && header(r, "x-workspace-executable") ? strtol(header(r, "x-workspace-executable"), NULL, 10) : 0;
-	if (fchmod(u->fd, (mode_t)(0644 | (exec & 0111))) != 0 || fsync(u->fd) != 0)
-		return reply_error(r, 400, "Cannot stage the upload: %s", strerror(errno));
-
-	int root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	const char *leaf = NULL;
-	int parent = root < 0 ? -1 : sbx_beneath_parent(root, rel, true, &leaf);
+	int parent = sbx_beneath_parent(dir, rel, true, &leaf);
 	int saved = errno;
-	if (root >= 0)
-		close(root);
-	if (parent < 0)
-		return reply_error(r, 400, "%s", saved == ELOOP || saved == ENOTDIR || saved == EXDEV
-							 ? "Remote workspace path must not contain symbolic links"
-							 : "Remote workspace path cannot be created");
 	struct stat st;
-	enum MHD_Result rc;
-	bool exists = fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	if (exists && S_ISLNK(st.st_mode))
-		rc = reply_error(r, 400, "Remote workspace path must not contain symbolic links");
-	else if (exists && S_ISDIR(st.st_mode))
-		rc = reply_error(r, 400, "Remote workspace path is a directory: %s", rel);
+	if (parent < 0)
+		sent = reply_error(r, 400, "%s", saved == ELOOP || saved == ENOTDIR || saved == EXDEV
+							? NO_SYMLINKS : "Remote workspace path cannot be created");
+	else if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)))
+		sent = S_ISLNK(st.st_mode) ? reply_error(r, 400, "%s", NO_SYMLINKS)
+					   : reply_error(r, 400, "Remote workspace path is a directory: %s", rel);
 	else if (!within_quota(dir, parent, leaf, u->bytes))
-		rc = reply_error(r, 400, "Workspace exceeds the %lld byte quota with this upload (current limit from system "
-					"quota settings / SCIENCE_AGENT_MAX_WORKSPACE_BYTES; set to 0 for unlimited)",
-				 g_server.cfg.max_workspace_bytes);
-	else if (!overwrite && linkat(AT_FDCWD, u->tmp, parent, leaf, 0) != 0)
-		/* A plain upload's collision is 409, a verified one's 400. */
-		rc = errno == EEXIST ? reply_error(r, u->verified ? 400 : 409, "Remote workspace file already exists")
-				     : reply_error(r, 400, "Cannot publish the upload: %s", strerror(errno));
-	else if (overwrite && renameat(AT_FDCWD, u->tmp, parent, leaf) != 0)
-		rc = reply_error(r, 400, "Cannot publish the upload: %s", strerror(errno));
-	else {
-		fsync(parent);
-		json_t *body = json_pack("{s:s,s:I}", "path", rel, "size", (json_int_t)u->bytes);
-		if (u->verified)
-			json_object_set_new(body, "sha256", json_string(sha));
-		rc = reply_json(r, 201, body);
-	}
-	close(parent);
-	return rc;
+		sent = reply_error(r, 400, "Workspace exceeds the %lld byte quota with this upload (current limit from system "
+					  "quota settings / SCIENCE_AGENT_MAX_WORKSPACE_BYTES; set to 0 for unlimited)",
+				   g_server.cfg.max_workspace_bytes);
+	else
+		sent = place(r, u, parent, leaf, rel, sha);
+	if (parent >= 0)
+		close(parent);
+	close(dir);
+	return sent;
 }
 
+/* The key's tree, removed from its parent's fd without following a
+ * symlink at any level; a key already gone is deleted. */
 static enum MHD_Result delete_workspace(struct req *r)
 {
-	char dir[PATH_MAX];
+	char key[SBX_REMOTE_KEY_MAX + 1];
 	enum MHD_Result sent;
-	if (!remote_workspace(r, query(r, "workspace"), true, dir, sizeof(dir), &sent))
+	if (!clean_key(r, query(r, "workspace"), key, &sent))
 		return sent;
-	if (sbx_remove_tree(dir) != 0 && errno != ENOENT)
-		return reply_error(r, 400, "Cannot delete the remote workspace: %s", strerror(errno));
+	if (sbx_remote_workspace_remove(g_server.cfg.data_dir, key) != 0 && errno != ENOENT)
+		return errno == ELOOP ? reply_error(r, 400, "%s", NO_SYMLINKS)
+				      : reply_error(r, 400, "Cannot delete the remote workspace: %s", strerror(errno));
 	return reply_json(r, 200, json_pack("{s:b}", "deleted", 1));
 }
 

@@ -73,14 +73,18 @@ int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size
 	 * read-only parent does not apply to it (runner-api 5.1). */
 	const json_t *key = json_object_get(doc, "runnerWorkspaceKey");
 	if (key && !json_is_null(key)) {
-		char clean[SBX_REMOTE_KEY_MAX + 1], dir[PATH_MAX];
+		char clean[SBX_REMOTE_KEY_MAX + 1];
 		if (!sbx_remote_key(json_string_value(key), clean, sizeof(clean)))
 			return fail(msg, msize, "%s", "Invalid remote workspace key");
-		if (sbx_remote_workspace_dir(g_server.cfg.data_dir, clean, true, dir, sizeof(dir)) != 0)
+		/* Made on demand and opened in one walk with no symlink on the way. */
+		int fd = sbx_remote_workspace_open(g_server.cfg.data_dir, clean, true);
+		if (fd < 0)
 			return fail(msg, msize, "%s", errno == ELOOP ? "Remote workspace path must not contain symbolic links"
 								   : "Remote workspace directory cannot be created");
 		json_object_del(doc, "readOnlyWorkspaceRoot");
-		return request_open_workspace(dir, workspace, size, msg, msize);
+		if (sbx_fd_path(fd, workspace, size) != 0)
+			snprintf(workspace, size, "%s/remote-workspaces/%s", g_server.cfg.data_dir, clean);
+		return fd;
 	}
 	const char *root = json_string_value(json_object_get(doc, "workspaceRoot"));
 	if (blank(root))

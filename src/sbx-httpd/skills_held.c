@@ -110,7 +110,7 @@ static bool skill_matches(int pkg, const char *id, const char *want)
 	struct sbx_error e;
 	char buf[65536], sha[SBX_SHA256_HEX_LEN + 1];
 	int dir = sbx_open_beneath(pkg, id, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
-	if (dir < 0 || sbx_snap_scan_at(dir, id, &scan, &e) != 0) {
+	if (dir < 0 || sbx_snap_scan_at(dir, &scan, &e) != 0) {
 		if (dir >= 0)
 			close(dir);
 		return false;
@@ -175,7 +175,7 @@ int skills_held_open(const char *root)
 	/* Nothing beside the skills and the manifest. */
 	struct sbx_snap_scan scan = { 0 };
 	struct sbx_error e;
-	if (ok && sbx_snap_scan_at(pkg, rel, &scan, &e) == 0) {
+	if (ok && sbx_snap_scan_at(pkg, &scan, &e) == 0) {
 		for (i = 0; i < scan.len; i++)
 			if (!strchr(scan.v[i].path, '/'))
 				skills++;

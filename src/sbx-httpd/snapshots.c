@@ -3,9 +3,9 @@
  * while hashed, a manifest per snapshot; reads serve only the owning
  * workspace's selected paths, whatever became of the live workspace. */
 #include "httpd.h"
-#include "../lib/beneath.h"
 #include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
+#include "../lib/beneath.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
 #include "../lib/remote_path.h"
@@ -61,7 +61,7 @@ static int store_object(int in, char sha[SBX_SHA256_HEX_LEN + 1])
 enum MHD_Result remote_snapshot_create(struct req *r)
 {
 	enum MHD_Result sent;
-	char dir[PATH_MAX], key[SBX_REMOTE_KEY_MAX + 1], id[37], when[32], path[PATH_MAX + 64];
+	char key[SBX_REMOTE_KEY_MAX + 1], id[37], when[32], path[PATH_MAX + 64];
 	json_t *doc = body_object(r, &sent);
 	if (!doc)
 		return sent;
@@ -71,18 +71,21 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 		return sent;
 	}
 	const char *raw = json_string_value(json_object_get(doc, "workspace"));
-	bool ok = remote_workspace(r, raw, true, dir, sizeof(dir), &sent) && sbx_remote_key(raw, key, sizeof(key));
+	int root = remote_workspace(r, raw, true, &sent);
+	bool ok = root >= 0 && sbx_remote_key(raw, key, sizeof(key));
 	json_decref(doc);
 	if (!ok) {
+		if (root >= 0)
+			close(root);
 		json_decref(clean);
 		return sent;
 	}
+	/* Listed and read relative to the one fd of the key's directory. */
 	struct sbx_snap_scan scan = { 0 };
 	struct sbx_error e;
-	int root = sbx_snap_scan(dir, &scan, &e) == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	if (root < 0) {
+	if (sbx_snap_scan_at(root, &scan, &e) != 0) {
+		close(root);
 		json_decref(clean);
-		sbx_snap_scan_free(&scan);
 		return reply_error(r, 400, "Cannot read the remote workspace");
 	}
 	json_t *files = json_array();
@@ -92,7 +95,7 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 			continue;
 		char sha[SBX_SHA256_HEX_LEN + 1];
 		struct stat st;
-		int fd = sbx_open_beneath(root, en->path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
+		int fd = sbx_open_beneath(root, en->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
 		ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && store_object(fd, sha) == 0;
 		if (fd >= 0)
 			close(fd);

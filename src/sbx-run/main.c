@@ -239,7 +239,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	if (run_devices_attach(r, e) != 0)
 		return fail(r, e);
-	if (sbx_snap_scan_at(r->req.ws.fd, r->req.workspace, &r->before, e) != 0 ||
+	if (sbx_snap_scan_at(r->req.ws.fd, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
 	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, r->worker.sandbox_end, &r->sb, e) != 0)
 		return fail(r, e);
@@ -302,7 +302,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		r->setid_cleared = 0;
 		return fail(r, e);
 	}
-	if (sbx_snap_scan_at(r->req.ws.fd, r->req.workspace, &r->after, e) != 0)
+	if (sbx_snap_scan_at(r->req.ws.fd, &r->after, e) != 0)
 		return fail(r, e);
 	if (r->violated) {
 		sbx_error_set(e, SBX_EXIT_VIOLATION, "sandbox-violation", "%s", r->worker.why);

@@ -1,5 +1,6 @@
 /* test_files.c — atomic writes (content, mode, no debris, nothing on
- * failure), mkdir -p, and realpath containment against symlink escapes. */
+ * failure), mkdir -p, realpath containment against symlink escapes, and
+ * the fd-relative remote workspace: open, remove, scan and usage. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,10 @@
 #include "path.h"
 #include "beneath.h"
 #include "host_dir.h"
+#include "quota.h"
+#include "remote_path.h"
+#include "snap_scan.h"
+#include "tree_remove.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -248,6 +253,86 @@ static void host_dir_takes_a_path_or_an_inherited_fd(void **state)
 	close(rootfd);
 }
 
+/* <root>/remote-workspaces/a/b with a file, and <root>/out holding a canary. */
+static void remote_tree(void)
+{
+	char p[PATH_MAX + 64];
+	struct sbx_error e;
+	snprintf(p, sizeof(p), "%s/remote-workspaces/a/b/sub", root);
+	assert_int_equal(sbx_mkdir_p(p, 0755, &e), 0);
+	snprintf(p, sizeof(p), "%s/remote-workspaces/a/b/sub/f", root);
+	assert_int_equal(sbx_atomic_write(p, "12345", 5, 0644, &e), 0);
+	snprintf(p, sizeof(p), "%s/out/b", root);
+	assert_int_equal(sbx_mkdir_p(p, 0755, &e), 0);
+	snprintf(p, sizeof(p), "%s/out/b/canary", root);
+	assert_int_equal(sbx_atomic_write(p, "x", 1, 0644, &e), 0);
+}
+
+static void remote_workspace_open_refuses_symlinks_and_removes_without_following(void **state)
+{
+	(void)state;
+	char p[PATH_MAX + 64], out[PATH_MAX + 16];
+	remote_tree();
+	int fd = sbx_remote_workspace_open(root, "a/b", false);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstatat(fd, "sub/f", &st, AT_SYMLINK_NOFOLLOW), 0);
+	close(fd);
+	assert_int_equal(sbx_remote_workspace_open(root, "a/nope", false), -1);
+	assert_int_equal(errno, ENOENT);
+	fd = sbx_remote_workspace_open(root, "a/new/key", true);
+	assert_true(fd >= 0);
+	close(fd);
+
+	/* A parent of the key that is a symlink: refused, and never removed through. */
+	snprintf(out, sizeof(out), "%s/out", root);
+	snprintf(p, sizeof(p), "%s/remote-workspaces/link", root);
+	assert_int_equal(symlink(out, p), 0);
+	assert_int_equal(sbx_remote_workspace_open(root, "link/b", true), -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(sbx_remote_workspace_remove(root, "link/b"), -1);
+	assert_int_equal(errno, ELOOP);
+	snprintf(p, sizeof(p), "%s/remote-workspaces/link/b/canary", root);
+	assert_int_equal(sbx_remove_tree(p), -1);
+	assert_int_equal(errno, ELOOP);
+	snprintf(p, sizeof(p), "%s/out/b/canary", root);
+	assert_int_equal(access(p, F_OK), 0);
+
+	/* A symlink inside the tree is unlinked itself; the key goes. */
+	snprintf(p, sizeof(p), "%s/remote-workspaces/a/b/sub/escape", root);
+	assert_int_equal(symlink(out, p), 0);
+	assert_int_equal(sbx_remote_workspace_remove(root, "a/b"), 0);
+	snprintf(p, sizeof(p), "%s/remote-workspaces/a/b", root);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof(p), "%s/out/b/canary", root);
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_equal(sbx_remote_workspace_remove(root, "a/b"), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
+static void scan_and_usage_at_an_fd_leave_it_as_it_was(void **state)
+{
+	(void)state;
+	struct sbx_snap_scan s;
+	struct sbx_usage u;
+	struct sbx_error e;
+	remote_tree();
+	int fd = sbx_remote_workspace_open(root, "a/b", false);
+	assert_true(fd >= 0);
+	for (int round = 0; round < 2; round++) { /* the second sees the same: rootfd's offset did not move */
+		assert_int_equal(sbx_snap_scan_at(fd, &s, &e), 0);
+		assert_int_equal(s.len, 2);
+		assert_string_equal(s.v[0].path, "sub");
+		assert_string_equal(s.v[1].path, "sub/f");
+		sbx_snap_scan_free(&s);
+		assert_int_equal(sbx_quota_usage_at(fd, &u, &e), 0);
+		assert_int_equal(u.bytes, 5);
+		assert_int_equal(u.files, 1);
+		sbx_usage_free(&u);
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +344,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(open_beneath_refuses_every_symlink_and_escape, make_root, remove_root),
 		cmocka_unit_test(path_below_splits_at_component_boundaries),
 		cmocka_unit_test_setup_teardown(host_dir_takes_a_path_or_an_inherited_fd, make_root, remove_root),
+		cmocka_unit_test_setup_teardown(remote_workspace_open_refuses_symlinks_and_removes_without_following,
+						make_root, remove_root),
+		cmocka_unit_test_setup_teardown(scan_and_usage_at_an_fd_leave_it_as_it_was, make_root, remove_root),
 	};
 	return cmocka_run_group_tests_name("files", tests, NULL, NULL);
 }
