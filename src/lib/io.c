@@ -124,7 +124,7 @@ int sbx_process_start_time(pid_t pid, char *out, size_t size)
 	return out[0] ? 0 : -1;
 }
 
-int sbx_open_beneath(int rootfd, const char *path)
+int sbx_open_beneath_read(int rootfd, const char *path)
 {
 	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV };

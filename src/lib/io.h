@@ -24,7 +24,10 @@ int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e);
 int sbx_walk_start(const char *root, void *w, struct stat *st, struct sbx_error *e);
 /* Opens path below rootfd for reading without following any symlink and
  * without leaving rootfd's filesystem (openat2 RESOLVE_BENEATH). */
-int sbx_open_beneath(int rootfd, const char *path);
+int sbx_open_beneath_read(int rootfd, const char *path);
+/* Stopgap: beneath.c defines the 4-argument sbx_open_beneath (beneath.h);
+ * until the callers move to it, this name maps to the read-only one. */
+#define sbx_open_beneath(rootfd, path) sbx_open_beneath_read(rootfd, path)
 /* A process's start time (field 22 of /proc/<pid>/stat) as text, so a
  * recorded pid can be told from a later process that reuses it. */
 int sbx_process_start_time(pid_t pid, char *out, size_t size);
