@@ -79,6 +79,14 @@ const struct sbx_seccomp_rule sbx_seccomp_rules[] = {
 };
 const size_t sbx_seccomp_rules_len = sizeof(sbx_seccomp_rules) / sizeof(sbx_seccomp_rules[0]);
 
+const struct sbx_seccomp_rule sbx_seccomp_gateway_rules[] = {
+	{ "execve", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway runs no program: a hijacked gateway starts nothing" },
+	{ "execveat", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway runs no program: a hijacked gateway starts nothing" },
+	{ "fork", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway is one process with threads" },
+	{ "vfork", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway is one process with threads" },
+};
+const size_t sbx_seccomp_gateway_rules_len = sizeof(sbx_seccomp_gateway_rules) / sizeof(sbx_seccomp_gateway_rules[0]);
+
 static const char *const profile_names[SBX_SECCOMP_PROFILE_COUNT] = { "baseline", "network", "npu" };
 
 const char *sbx_seccomp_profile_name(enum sbx_seccomp_profile p)
