@@ -79,16 +79,17 @@ static int add_row(scmp_filter_ctx ctx, const struct sbx_seccomp_rule *r, int nr
 	return -EINVAL;
 }
 
-scmp_filter_ctx sbx_seccomp_build(enum sbx_seccomp_profile p, uint32_t arch, struct sbx_error *e)
+/* An allow-by-default filter for one arch whose other ABIs are killed. */
+static scmp_filter_ctx new_filter(const char *what, uint32_t arch, uint32_t *token, struct sbx_error *e)
 {
-	uint32_t token = arch == SCMP_ARCH_NATIVE ? seccomp_arch_native() : arch;
-	const char *arch_name = sbx_seccomp_arch_name(token);
+	*token = arch == SCMP_ARCH_NATIVE ? seccomp_arch_native() : arch;
+	const char *arch_name = sbx_seccomp_arch_name(*token);
 	scmp_filter_ctx ctx;
 	int rc;
 
 	if (!arch_name) {
 		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "seccomp-arch",
-			      "seccomp profiles exist for x86_64 and aarch64 only (arch token 0x%x)", token);
+			      "seccomp profiles exist for x86_64 and aarch64 only (arch token 0x%x)", *token);
 		return NULL;
 	}
 	if (!(ctx = seccomp_init(SCMP_ACT_ALLOW))) {
@@ -98,27 +99,58 @@ scmp_filter_ctx sbx_seccomp_build(enum sbx_seccomp_profile p, uint32_t arch, str
 	/* Any other ABI (i386 int $0x80, AArch32; x32 numbers, which libseccomp
 	 * routes to the same action) kills the whole process. */
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	if (rc == 0 && token != seccomp_arch_native()) {
-		rc = seccomp_arch_add(ctx, token);
+	if (rc == 0 && *token != seccomp_arch_native()) {
+		rc = seccomp_arch_add(ctx, *token);
 		if (rc == 0)
 			rc = seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE);
 	}
-	if (rc != 0)
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "seccomp-build", "%s filter for %s: %s",
-			      sbx_seccomp_profile_name(p), arch_name, strerror(-rc));
-	for (size_t i = 0; i < sbx_seccomp_rules_len && rc == 0; i++) {
-		const struct sbx_seccomp_rule *r = &sbx_seccomp_rules[i];
-		if (!(r->profiles & SBX_PROFILE_BIT(p)))
+	if (rc != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "seccomp-build", "%s filter for %s: %s", what, arch_name,
+			      strerror(-rc));
+		seccomp_release(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/* Adds the rows whose profiles include every bit of mask (0: every row). */
+static int add_rows(scmp_filter_ctx ctx, uint32_t token, const struct sbx_seccomp_rule *rules, size_t n,
+		    unsigned mask, struct sbx_error *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct sbx_seccomp_rule *r = &rules[i];
+		if ((r->profiles & mask) != mask)
 			continue;
 		/* A syscall this arch does not have needs no rule there. */
 		if (seccomp_syscall_resolve_name_arch(token, r->syscall) < 0)
 			continue;
-		rc = add_row(ctx, r, seccomp_syscall_resolve_name(r->syscall));
-		if (rc != 0)
-			sbx_error_set(e, SBX_EXIT_INTERNAL, "seccomp-build", "rule for %s on %s: %s",
-				      r->syscall, arch_name, strerror(-rc));
+		int rc = add_row(ctx, r, seccomp_syscall_resolve_name(r->syscall));
+		if (rc != 0) {
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "seccomp-build", "rule for %s on %s: %s", r->syscall,
+				      sbx_seccomp_arch_name(token), strerror(-rc));
+			return -1;
+		}
 	}
-	if (rc != 0) {
+	return 0;
+}
+
+scmp_filter_ctx sbx_seccomp_build(enum sbx_seccomp_profile p, uint32_t arch, struct sbx_error *e)
+{
+	uint32_t token;
+	scmp_filter_ctx ctx = new_filter(sbx_seccomp_profile_name(p), arch, &token, e);
+	if (ctx && add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_BIT(p), e) != 0) {
+		seccomp_release(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+scmp_filter_ctx sbx_seccomp_build_gateway(uint32_t arch, struct sbx_error *e)
+{
+	uint32_t token;
+	scmp_filter_ctx ctx = new_filter("gateway", arch, &token, e);
+	if (ctx && (add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_ALL, e) != 0 ||
+		    add_rows(ctx, token, sbx_seccomp_gateway_rules, sbx_seccomp_gateway_rules_len, 0, e) != 0)) {
 		seccomp_release(ctx);
 		return NULL;
 	}

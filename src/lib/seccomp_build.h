@@ -19,6 +19,10 @@ const char *sbx_seccomp_arch_name(uint32_t arch);
  * x86_64/aarch64). Foreign ABIs are killed; release with seccomp_release. */
 scmp_filter_ctx sbx_seccomp_build(enum sbx_seccomp_profile p, uint32_t arch, struct sbx_error *e);
 
+/* The egress gateway's filter on arch: the rows every profile shares and
+ * the gateway's own (seccomp_table.h); other ABIs killed the same way. */
+scmp_filter_ctx sbx_seccomp_build_gateway(uint32_t arch, struct sbx_error *e);
+
 struct sbx_seccomp_program {
 	int fd;                 /* sealed memfd at offset 0, CLOEXEC */
 	size_t instructions;    /* BPF instructions (8 bytes each) */

@@ -60,6 +60,8 @@ const struct sbx_seccomp_rule sbx_seccomp_rules[] = {
 	{ "io_uring_setup", EPERM, SBX_MATCH_ANY, 0, ALL, "io_uring: syscalls seccomp never sees, many CVEs" },
 	{ "io_uring_enter", EPERM, SBX_MATCH_ANY, 0, ALL, "io_uring: syscalls seccomp never sees, many CVEs" },
 	{ "io_uring_register", EPERM, SBX_MATCH_ANY, 0, ALL, "io_uring: syscalls seccomp never sees, many CVEs" },
+	{ "modify_ldt", EPERM, SBX_MATCH_ANY, 0, ALL,
+	  "per-process segment descriptors: 16-bit code, old exploit vector (CVE-2015-5157, CVE-2017-17053)" },
 	{ "personality", EPERM, SBX_MATCH_PERSONALITY_SET, 0, ALL,
 	  "execution domains weaken ASLR (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE)" },
 	/* Typing into the terminal of whoever started us. */
@@ -76,6 +78,14 @@ const struct sbx_seccomp_rule sbx_seccomp_rules[] = {
 	  "only AF_UNIX pairs are needed (asyncio, multiprocessing)" },
 };
 const size_t sbx_seccomp_rules_len = sizeof(sbx_seccomp_rules) / sizeof(sbx_seccomp_rules[0]);
+
+const struct sbx_seccomp_rule sbx_seccomp_gateway_rules[] = {
+	{ "execve", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway runs no program: a hijacked gateway starts nothing" },
+	{ "execveat", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway runs no program: a hijacked gateway starts nothing" },
+	{ "fork", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway is one process with threads" },
+	{ "vfork", EPERM, SBX_MATCH_ANY, 0, 0, "the gateway is one process with threads" },
+};
+const size_t sbx_seccomp_gateway_rules_len = sizeof(sbx_seccomp_gateway_rules) / sizeof(sbx_seccomp_gateway_rules[0]);
 
 static const char *const profile_names[SBX_SECCOMP_PROFILE_COUNT] = { "baseline", "network", "npu" };
 

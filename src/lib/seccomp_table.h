@@ -37,6 +37,12 @@ struct sbx_seccomp_rule {
 extern const struct sbx_seccomp_rule sbx_seccomp_rules[];
 extern const size_t sbx_seccomp_rules_len;
 
+/* The egress gateway's filter (sbx-egress(1)): every row above that holds
+ * in all profiles (SBX_PROFILE_ALL), plus these (their profiles field is
+ * unused): what the gateway, which only relays sockets, never does. */
+extern const struct sbx_seccomp_rule sbx_seccomp_gateway_rules[];
+extern const size_t sbx_seccomp_gateway_rules_len;
+
 const char *sbx_seccomp_profile_name(enum sbx_seccomp_profile p);
 /* -1 when the name is not a profile. */
 int sbx_seccomp_profile_from_name(const char *name);

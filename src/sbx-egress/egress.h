@@ -5,6 +5,7 @@
 
 #include "../lib/egress_policy.h"
 #include "../lib/relay.h"
+#include "../lib/run_as.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -85,6 +86,11 @@ void audit_write(struct gateway *g, const struct audit *a);
 /* Serves one client connection (bytes it already sent first), then
  * closes it. */
 void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len);
+
+/* Switches to who (when who->switch_user: bounding and ambient sets
+ * cleared first), empties every capability set, sets no_new_privs and
+ * non-dumpable, and loads the gateway's seccomp filter. Before any thread. */
+int gateway_confine(const struct sbx_run_as *who, struct sbx_error *e);
 
 int gateway_main(int argc, char **argv);
 int check_main(int argc, char **argv);

@@ -1,6 +1,7 @@
 /* gateway.c — `sbx-egress gateway`: the policy, the Unix socket (0600,
- * stale one replaced, removed on exit), the accept loop with a thread per
- * connection, and the exit when idle and no run holds SOCKET.lock. */
+ * stale one replaced, removed on exit where it may), the privilege drop
+ * (confine.c), the accept loop with a thread per connection, and the exit
+ * when idle and no run holds SOCKET.lock. */
 #include "egress.h"
 #include "../lib/cli.h"
 #include "../lib/diag.h"
@@ -26,9 +27,12 @@
 #define THREAD_STACK (512 * 1024)
 
 struct options {
-	const char *socket_path, *policy_path, *log_path, *proxy_url;
+	const char *socket_path, *policy_path, *log_path, *proxy_url, *drop_to;
 	long owner_uid, owner_gid;
 	int idle_exit_s, ready_fd;
+	int dir_fd;              /* the socket's directory (O_PATH), opened before the drop */
+	const char *socket_name; /* the socket's name in it */
+	int lock_fd;             /* SOCKET.lock, opened before the drop; -1: not yet */
 };
 
 static void usage(FILE *out)
@@ -37,10 +41,11 @@ static void usage(FILE *out)
 		"Usage: sbx-egress gateway --socket PATH --policy FILE|- [--resolve NAME:PORT:ADDR[,ADDR]...]...\n"
 		"                          [--upstream-proxy URL] [--log FILE] [--socket-owner UID[:GID]]\n"
 		"                          [--connect-timeout-ms N] [--idle-timeout-ms N] [--tunnel-lifetime-s N]\n"
-		"                          [--max-tunnels N] [--idle-exit-s N] [--ready-fd N]\n"
+		"                          [--max-tunnels N] [--idle-exit-s N] [--ready-fd N] [--drop-to USER]\n"
 		"\n"
 		"Serves the policy's allowlist as an HTTP proxy (CONNECT and absolute form) on a\n"
-		"Unix socket. See sbx-egress(1).\n");
+		"Unix socket. Started as root it serves as USER (NAME, UID or UID:GID; default\n"
+		"$SBX_RUN_AS, else the sbx user, else 10001) with no capabilities. See sbx-egress(1).\n");
 	sbx_cli_print_exit_codes(out);
 }
 
@@ -57,7 +62,8 @@ static void parse_owner(const char *text, struct options *o)
 
 static void parse_options(int argc, char **argv, struct options *o, struct gateway *g)
 {
-	enum { O_SOCKET = 1, O_POLICY, O_RESOLVE, O_PROXY, O_LOG, O_OWNER, O_CONNECT, O_IDLE, O_LIFE, O_MAX, O_EXIT, O_READY, O_HELP };
+	enum { O_SOCKET = 1, O_POLICY, O_RESOLVE, O_PROXY, O_LOG, O_OWNER, O_CONNECT, O_IDLE, O_LIFE, O_MAX, O_EXIT, O_READY,
+	       O_DROP, O_HELP };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, O_SOCKET }, { "policy", required_argument, NULL, O_POLICY },
 		{ "resolve", required_argument, NULL, O_RESOLVE }, { "upstream-proxy", required_argument, NULL, O_PROXY },
@@ -66,6 +72,7 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
 		{ "tunnel-lifetime-s", required_argument, NULL, O_LIFE }, { "max-tunnels", required_argument, NULL, O_MAX },
 		{ "idle-exit-s", required_argument, NULL, O_EXIT }, { "ready-fd", required_argument, NULL, O_READY },
+		{ "drop-to", required_argument, NULL, O_DROP },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -85,6 +92,7 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 		case O_MAX: g->max_tunnels = (int)sbx_cli_parse_long("--max-tunnels", optarg, 1, 100000); break;
 		case O_EXIT: o->idle_exit_s = (int)sbx_cli_parse_long("--idle-exit-s", optarg, 1, 86400 * 30); break;
 		case O_READY: o->ready_fd = (int)sbx_cli_parse_long("--ready-fd", optarg, 3, 1 << 20); break;
+		case O_DROP: o->drop_to = optarg; break;
 		case O_HELP: usage(stdout); exit(SBX_EXIT_OK);
 		default: sbx_cli_bad_option("sbx-egress", argv[optind - 1]);
 		}
@@ -147,11 +155,33 @@ static int listen_unix(const struct options *o, struct stat *bound, struct sbx_e
 	return fd;
 }
 
-/* Our socket was removed or replaced: nobody new can reach us. */
+/* The socket's directory, so the unprivileged gateway still sees its
+ * socket when a directory above is closed to it. */
+static int open_socket_dir(struct options *o, struct sbx_error *e)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(o->socket_path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->socket_path) : 1, slash ? o->socket_path : ".");
+	o->socket_name = slash ? slash + 1 : o->socket_path;
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/");
+	o->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (o->dir_fd < 0 || !*o->socket_name) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-socket", "--socket: %s: %s", o->socket_path,
+			      *o->socket_name ? strerror(errno) : "names a directory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Our socket was removed or replaced: nobody new can reach us. A socket we
+ * may no longer look at is not gone. */
 static bool socket_gone(const struct options *o, const struct stat *bound)
 {
 	struct stat st;
-	return lstat(o->socket_path, &st) != 0 || st.st_ino != bound->st_ino || st.st_dev != bound->st_dev;
+	if (fstatat(o->dir_fd, o->socket_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT || errno == ENOTDIR;
+	return st.st_ino != bound->st_ino || st.st_dev != bound->st_dev;
 }
 
 struct job {
@@ -249,21 +279,21 @@ static void accept_one(struct gateway *g, int listener, pthread_attr_t *attr)
 
 /* Idle for long enough, and no run holds SOCKET.lock shared: exit, keeping
  * the lock until the socket is gone so no run sees a dying gateway. */
-static bool idle_exit_now(struct gateway *g, const struct options *o)
+static int open_run_lock(const struct options *o)
+{
+	char lock_path[PATH_MAX];
+	snprintf(lock_path, sizeof(lock_path), "%s.lock", o->socket_path);
+	return open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+
+static bool idle_exit_now(struct gateway *g, struct options *o)
 {
 	if (!o->idle_exit_s || atomic_load(&g->active) > 0 ||
 	    sbx_monotonic_ms() - atomic_load(&g->last_activity_ms) < o->idle_exit_s * 1000LL)
 		return false;
-	char lock_path[PATH_MAX];
-	snprintf(lock_path, sizeof(lock_path), "%s.lock", o->socket_path);
-	int fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (o->lock_fd < 0 && (o->lock_fd = open_run_lock(o)) < 0)
 		return false;
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		close(fd);
-		return false;
-	}
-	return true; /* the lock stays held until the process exits */
+	return flock(o->lock_fd, LOCK_EX | LOCK_NB) == 0; /* held until the process exits */
 }
 
 static void load_policy(struct gateway *g, const struct options *o)
@@ -295,7 +325,8 @@ static void raise_fd_limit(void)
 int gateway_main(int argc, char **argv)
 {
 	static struct gateway g;
-	struct options o = { .owner_uid = -1, .owner_gid = -1 };
+	struct options o = { .owner_uid = -1, .owner_gid = -1, .dir_fd = -1, .lock_fd = -1 };
+	struct sbx_run_as who;
 	struct sbx_error e;
 
 	g.connect_timeout_ms = 10000;
@@ -306,6 +337,10 @@ int gateway_main(int argc, char **argv)
 	pthread_mutex_init(&g.log_lock, NULL);
 	parse_options(argc, argv, &o, &g);
 	g.peer_uid = o.owner_uid >= 0 ? (uid_t)o.owner_uid : (uid_t)-1;
+	if (sbx_run_as_resolve(o.drop_to, &who, &e) != 0) {
+		sbx_error_prefix(&e, "--drop-to");
+		sbx_die(&e);
+	}
 	load_policy(&g, &o);
 	if (o.log_path && (g.log_fd = open(o.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0) {
 		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-log", "--log: %s: %s", o.log_path, strerror(errno));
@@ -321,9 +356,16 @@ int gateway_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	struct stat bound;
-	int listener = hold_alive_lock(&o, &e) < 0 ? -1 : listen_unix(&o, &bound, &e);
+	int listener = open_socket_dir(&o, &e) < 0 || hold_alive_lock(&o, &e) < 0 ? -1 : listen_unix(&o, &bound, &e);
 	if (listener < 0)
 		sbx_die(&e);
+	/* Everything opened by name is open: from here on the gateway holds
+	 * no privilege and no file it did not need. */
+	o.lock_fd = open_run_lock(&o);
+	if (gateway_confine(&who, &e) != 0) {
+		unlinkat(o.dir_fd, o.socket_name, 0);
+		sbx_die(&e);
+	}
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -349,7 +391,10 @@ int gateway_main(int argc, char **argv)
 		if (rc == 0 && idle_exit_now(&g, &o))
 			break;
 	}
-	unlink(o.socket_path);
+	/* Removed where we may: a dropped gateway cannot write a directory
+	 * only root may, and the next gateway replaces the stale socket. */
+	if (!socket_gone(&o, &bound))
+		unlinkat(o.dir_fd, o.socket_name, 0);
 gone:
 	close(listener);
 	return SBX_EXIT_OK;

@@ -66,11 +66,15 @@ static int start_gateway(struct run *r, const char *base, const char *owner, str
 	free(text);
 	if (rc != 0)
 		return unavailable(e, "%s", "cannot write the policy file");
-	const char *argv[16 + 2 * RUN_MAX_RESOLVE] = { egress, "gateway", "--socket", sock, "--policy", policy, "--log",
+	const char *argv[18 + 2 * RUN_MAX_RESOLVE] = { egress, "gateway", "--socket", sock, "--policy", policy, "--log",
 						      log, "--idle-exit-s", idle, "--ready-fd", "3" };
 	int argc = 12;
 	if (owner) {
+		/* The workload's uid reaches the socket; the gateway, which
+		 * sbx-egress confines once it listens, runs as that uid too. */
 		argv[argc++] = "--socket-owner";
+		argv[argc++] = owner;
+		argv[argc++] = "--drop-to";
 		argv[argc++] = owner;
 	}
 	for (int i = 0; i < r->n_egress_resolve; i++) {

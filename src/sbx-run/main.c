@@ -92,7 +92,9 @@ static int cancel(const char *dir)
  * /proc), and as root only the capabilities the run needs, in the
  * bounding set too, so sbx-launch (exec'd as root) inherits no more:
  * chown and setuid/setgid to hand the workspace to the workload's uid,
- * dac_read_search to walk and snapshot what it wrote, kill to stop it. */
+ * dac_read_search to walk and snapshot what it wrote, fowner to clear the
+ * set-id bits it left, kill to stop it, setpcap so the egress gateway it
+ * starts can empty its bounding set before it drops to the sandbox uid. */
 static int isolate(struct run *r, struct sbx_error *e)
 {
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -101,7 +103,7 @@ static int isolate(struct run *r, struct sbx_error *e)
 		return 0;
 	capng_clear(CAPNG_SELECT_BOTH);
 	if (capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET, CAP_CHOWN,
-			  CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_SETUID, CAP_SETGID, CAP_KILL, -1) != 0 ||
+			  CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_SETPCAP, -1) != 0 ||
 	    capng_apply(CAPNG_SELECT_BOTH) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot narrow the supervisor's capabilities");
 		return -1;

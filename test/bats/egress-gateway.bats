@@ -133,7 +133,9 @@ print(r.status, r.read().decode().splitlines()[1])'
     assert_output --partial "another gateway serves it"
     [ -S "$SOCK" ]
     kill "$GW_PID"; wait "$GW_PID" || true; GW_PID=
-    # A socket file nobody serves (the gateway removes its own: make one).
+    # A socket file nobody serves. A gateway removes its own where it may
+    # (as root it served unprivileged and $WORK is root's: it may not).
+    rm -f "$SOCK"
     python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$SOCK"
     [ "$(id -u)" -ne 0 ] || chown "$(expected_uid)" "$SOCK"
     net_sandbox "touch /workspace/ran"
@@ -232,10 +234,12 @@ print(r.status, r.read().decode().splitlines()[1])'
     run --separate-stderr sbx-run "${opts[@]}" - <<< "$(request run2)"
     assert_success
     [ "$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $sock")" = "$pid" ]
-    # Nobody holds it and it is idle: it goes, and takes its socket along.
+    # Nobody holds it and it is idle: it goes, and takes its socket along
+    # where it may; a gateway that dropped root may not remove a name from
+    # root's directory: that socket is stale (nobody holds SOCKET.alive).
     exec 9<&-
     timeout 20 tail --pid="$pid" -f /dev/null
-    [ ! -e "$sock" ]
+    [ ! -e "$sock" ] || { [ "$(id -u)" -eq 0 ] && flock -n "$sock.alive" true; }
     # A bad allowlist names the request's field and starts nothing.
     run --separate-stderr sbx-run "${opts[@]}" - <<< "$(request run3 | jq -c '.network.allowedDomains = ["127.0.0.1"]')"
     assert_failure 2
@@ -283,4 +287,81 @@ PY
     net_sandbox "curl -sS --fail http://api.test:$PORT/after"
     assert_success
     assert_output --partial "path=/after"
+}
+
+# status_field PID NAME: the value of NAME: in /proc/PID/status.
+status_field() {
+    sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status" | tr -s '[:space:]' ' ' | sed 's/ $//'
+}
+
+# assert_confined PID UID GID [BOUNDING]: what a gateway holds once it
+# serves; its bounding set is empty unless BOUNDING (hex) says otherwise.
+assert_confined() {
+    assert_equal "Uid $(status_field "$1" Uid)" "Uid $2 $2 $2 $2"
+    assert_equal "Gid $(status_field "$1" Gid)" "Gid $3 $3 $3 $3"
+    assert_equal "Groups [$(status_field "$1" Groups)]" "Groups []"
+    for set in CapInh CapPrm CapEff CapAmb; do
+        assert_equal "$set $(status_field "$1" $set)" "$set 0000000000000000"
+    done
+    assert_equal "CapBnd $(status_field "$1" CapBnd)" "CapBnd ${4:-0000000000000000}"
+    assert_equal "NoNewPrivs $(status_field "$1" NoNewPrivs)" "NoNewPrivs 1"
+    assert_equal "Seccomp $(status_field "$1" Seccomp)" "Seccomp 2"
+}
+
+@test "a root sbx-run's gateway serves as the sandbox uid: no effective, permitted, inheritable or ambient capability, no_new_privs, its seccomp filter" {
+    [ "$(id -u)" -eq 0 ] || skip "as root only: otherwise the gateway runs as its caller"
+    code="curl -sS --fail http://api.test:$PORT/absolute && curl -sS --fail -p http://api.test:$PORT/tunnelled"
+    request=$(jq -cn --arg ws "$WS" --arg code "$code" \
+        '{executionId: "conf1", language: "shell", code: $code, workspace: $ws,
+          network: {mode: "domain-allowlist", allowedDomains: ["api.test"], allowPrivateNetwork: true}}')
+    run --separate-stderr sbx-run --no-snapshot --state-dir "$WORK/state" --egress-dir "$WORK/eg" \
+        --egress-resolve "api.test:$PORT:127.0.0.1" - <<< "$request"
+    assert_success
+    stdout=$(tail -n 1 <<< "$output" | jq -r .result.stdout)
+    [[ "$stdout" == *"path=/absolute"*"path=/tunnelled"* ]] || fail "not served: $stdout"
+    sock=$(ls "$WORK"/eg/*.sock)
+    pid=$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $sock")
+    # sbx-run keeps CAP_SETPCAP for this: the gateway empties its bounding set.
+    assert_confined "$pid" "$(expected_uid)" "$(expected_uid)"
+    # Its socket stays the workload's, and a second run is still served.
+    assert_equal "$(stat -c '%u %a' "$sock")" "$(expected_uid) 600"
+    run --separate-stderr sbx-run --no-snapshot --state-dir "$WORK/state" --egress-dir "$WORK/eg" \
+        --egress-resolve "api.test:$PORT:127.0.0.1" - <<< "$(jq -c '.executionId = "conf2"' <<< "$request")"
+    assert_success
+    [ "$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $sock")" = "$pid" ]
+}
+
+@test "a gateway started by hand is confined too (as root: --drop-to), and the system resolver works under its filter" {
+    # The upstream proxy is named "localhost": /etc/hosts through getaddrinfo
+    # and NSS, inside the confined gateway; the proxy forwards to $PORT.
+    mkfifo "$WORK/proxy-port"
+    python3 "$FIXTURES/fake-proxy.py" "$WORK/proxy-port" "$WORK/proxy.log" "$PORT" &
+    PROXY_PID=$!
+    read -r PROXY_PORT < "$WORK/proxy-port"
+    grep -qE '^127\.0\.0\.1[[:space:]].*\blocalhost\b' /etc/hosts || skip "no 127.0.0.1 localhost in /etc/hosts"
+    drop=()
+    [ "$(id -u)" -ne 0 ] || drop=(--drop-to 12345:12346)
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1" --upstream-proxy "http://localhost:$PROXY_PORT" \
+        "${drop[@]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        assert_confined "$GW_PID" 12345 12346
+    else
+        assert_equal "Uid $(status_field "$GW_PID" Uid)" "Uid $(id -u) $(id -u) $(id -u) $(id -u)"
+        assert_equal "CapEff $(status_field "$GW_PID" CapEff)" "CapEff 0000000000000000"
+        assert_equal "NoNewPrivs $(status_field "$GW_PID" NoNewPrivs)" "NoNewPrivs 1"
+        assert_equal "Seccomp $(status_field "$GW_PID" Seccomp)" "Seccomp 2"
+    fi
+    net_sandbox "curl -sS --fail http://api.test:$PORT/abs && curl -sS --fail -p http://api.test:$PORT/tun"
+    kill "$PROXY_PID"
+    assert_success
+    assert_line "path=/abs"
+    assert_line "path=/tun"
+    run cat "$WORK/proxy.log"
+    assert_line --partial "CONNECT api.test:$PORT HTTP/1.1"
+    # As root, uid 0 is refused as a target (as anyone else it is moot).
+    if [ "$(id -u)" -eq 0 ]; then
+        run sbx-egress gateway --socket "$WORK/x.sock" --policy "$WORK/policy.json" --drop-to 0
+        assert_failure 3
+        assert_output --partial "--drop-to"
+    fi
 }

@@ -12,6 +12,7 @@ setup() {
 }
 
 teardown() {
+    [ -z "${GW_PID:-}" ] || kill "$GW_PID" 2>/dev/null || true
     launch_teardown
 }
 
@@ -49,6 +50,52 @@ teardown() {
     in_sandbox '/workspace/try-syscall i386_int80 x32_getpid getpid'
     assert_success
     assert_output $'i386_int80 SIGSYS\nx32_getpid SIGSYS\ngetpid OK'
+}
+
+@test "this kernel really runs i386 int \$0x80 and modify_ldt outside a sandbox (so inside, the filter refuses them)" {
+    [ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
+    run "$WS/try-syscall" i386_int80 i386_modify_ldt modify_ldt x32_getpid
+    assert_success
+    # Without ia32 emulation int $0x80 is a SIGSEGV; without CONFIG_X86_X32
+    # an x32 number is ENOSYS: either way the sandbox's SIGSYS below is the
+    # filter's doing, not the kernel's.
+    [[ "${lines[0]}" == "i386_int80 OK" ]] || skip "no ia32 emulation here: ${lines[0]}"
+    assert_line "i386_modify_ldt OK"
+    assert_line "modify_ldt OK"
+    assert_line --regexp '^x32_getpid (OK|ENOSYS)$'
+}
+
+# A gateway on $WORK/gw.sock, so a spec can have the network profile.
+start_gateway() {
+    echo '{"mode":"domain-allowlist","allowedDomains":["api.test"]}' > "$WORK/policy.json"
+    local owner=()
+    [ "$(id -u)" -ne 0 ] || owner=(--socket-owner "$(expected_uid)")
+    mkfifo "$WORK/ready"
+    sbx-egress gateway --socket "$WORK/gw.sock" --policy "$WORK/policy.json" "${owner[@]}" --ready-fd 3 \
+        3>"$WORK/ready" 2>"$WORK/gw.err" &
+    GW_PID=$!
+    read -r line < "$WORK/ready"
+    [ "$line" = ready ]
+}
+
+@test "modify_ldt is EPERM and i386/x32 calls are SIGSYS in every profile (baseline, network, npu)" {
+    [ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
+    start_gateway
+    calls=(modify_ldt i386_int80 i386_modify_ldt x32_getpid x32_rt_sigaction getpid)
+    for extra in '{}' "{\"network\":{\"mode\":\"domain-allowlist\",\"socket\":\"$WORK/gw.sock\"}}" \
+                 '{"devices":{"nodes":[{"host":"/dev/null","sandbox":"/dev/d0"}]}}'; do
+        spec=$(jq -cn --arg ws "$WS" --argjson extra "$extra" --args \
+            '{argv: (["/workspace/try-syscall"] + $ARGS.positional), workspace: $ws} + $extra' "${calls[@]}")
+        run --separate-stderr sbx-launch --dry-run - <<<"$spec"
+        profile=$(jq -r .seccompProfile <<<"$output")
+        run --separate-stderr sbx-launch - <<<"$spec"
+        assert_success
+        assert_equal "$profile: $(printf '%s ' "${lines[@]}")" \
+            "$profile: modify_ldt EPERM i386_int80 SIGSYS i386_modify_ldt SIGSYS x32_getpid SIGSYS x32_rt_sigaction SIGSYS getpid OK "
+        seen+=("$profile")
+    done
+    kill "$GW_PID"
+    assert_equal "${seen[*]}" "baseline network npu"
 }
 
 @test "the rule table lists each rule's errno and reason" {

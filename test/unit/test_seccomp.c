@@ -10,6 +10,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +105,12 @@ static int errno_under(enum sbx_seccomp_profile p, int what)
 		case 1: r = socket(AF_NETLINK, SOCK_RAW, 0); break;
 		case 2: r = socket(AF_UNIX, SOCK_STREAM, 0); break;
 		case 3: r = syscall(SYS_personality, 0xffffffffUL); break;
-		default: r = syscall(SYS_clone3, NULL, 0); break;
+		case 4: r = syscall(SYS_clone3, NULL, 0); break;
+#ifdef SYS_modify_ldt
+		default: r = syscall(SYS_modify_ldt, 0, NULL, 0); break;
+#else
+		default: r = -1; errno = EPERM; break; /* no such call on this arch */
+#endif
 		}
 		_exit(r < 0 ? errno : 0);
 	}
@@ -123,7 +131,81 @@ static void profiles_differ_only_where_the_table_says(void **state)
 		assert_int_equal(errno_under(p, 2), 0);
 		assert_int_equal(errno_under(p, 3), 0);
 		assert_int_equal(errno_under(p, 4), ENOSYS);
+		assert_int_equal(errno_under(p, 5), EPERM);
 	}
+}
+
+static void *thread_ok(void *arg)
+{
+	return arg;
+}
+
+/* Loads the gateway's filter in a child, makes one call there, returns
+ * its errno (0 = ok). */
+static int errno_under_gateway(int what)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sbx_error e;
+		scmp_filter_ctx ctx = sbx_seccomp_build_gateway(SCMP_ARCH_NATIVE, &e);
+		if (!ctx || seccomp_load(ctx) != 0)
+			_exit(255);
+		char *const argv[] = { "true", NULL };
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+		pthread_t t;
+		void *back = NULL;
+		long r;
+		switch (what) {
+		case 0: r = execv("/bin/true", argv); break;
+		case 1: r = syscall(SYS_execveat, AT_FDCWD, "/bin/true", argv, NULL, 0); break;
+		case 2: r = socket(AF_INET, SOCK_STREAM, 0); break;
+		case 3: r = socket(AF_NETLINK, SOCK_RAW, 0); break;
+		case 4: r = unshare(CLONE_NEWUSER); break;
+		/* /etc/hosts through NSS: what the gateway's resolver reads. */
+		case 5: r = getaddrinfo("localhost", "80", &hints, &res) == 0 && res ? 0 : (errno = ENOENT, -1); break;
+		case 6: r = pthread_create(&t, NULL, thread_ok, &hints) == 0 && pthread_join(t, &back) == 0 &&
+			      back == &hints ? 0 : (errno = EAGAIN, -1); break;
+		case 7: r = syscall(SYS_ptrace, 2, 0, 0, 0); break;
+#ifdef SYS_modify_ldt
+		default: r = syscall(SYS_modify_ldt, 0, NULL, 0); break;
+#else
+		default: r = -1; errno = EPERM; break;
+#endif
+		}
+		_exit(r < 0 ? errno : 0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void gateway_filter_refuses_exec_and_keeps_what_a_relay_needs(void **state)
+{
+	(void)state;
+	const uint32_t arches[] = { SCMP_ARCH_X86_64, SCMP_ARCH_AARCH64 };
+	for (size_t a = 0; a < 2; a++) {
+		struct sbx_error e;
+		scmp_filter_ctx ctx = sbx_seccomp_build_gateway(arches[a], &e);
+		assert_non_null(ctx);
+		char *text = pfc(ctx);
+		assert_non_null(strstr(text, "execveat"));
+		assert_non_null(strstr(text, "io_uring_setup"));
+		assert_non_null(strstr(text, "action KILL_PROCESS"));
+		free(text);
+		seccomp_release(ctx);
+	}
+	assert_int_equal(errno_under_gateway(0), EPERM);
+	assert_int_equal(errno_under_gateway(1), EPERM);
+	assert_int_equal(errno_under_gateway(2), 0);
+	assert_int_equal(errno_under_gateway(3), EAFNOSUPPORT);
+	assert_int_equal(errno_under_gateway(4), EPERM);
+	if (access("/etc/hosts", R_OK) == 0)
+		assert_int_equal(errno_under_gateway(5), 0);
+	assert_int_equal(errno_under_gateway(6), 0);
+	assert_int_equal(errno_under_gateway(7), EPERM);
+	assert_int_equal(errno_under_gateway(8), EPERM);
 }
 
 static char *cache_file(void)
@@ -194,6 +276,7 @@ int main(void)
 		cmocka_unit_test(aarch64_filter_skips_calls_that_arch_lacks),
 		cmocka_unit_test(unsupported_arch_is_refused),
 		cmocka_unit_test(profiles_differ_only_where_the_table_says),
+		cmocka_unit_test(gateway_filter_refuses_exec_and_keeps_what_a_relay_needs),
 		cmocka_unit_test_setup_teardown(programs_are_cached_and_sealed, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(untrusted_or_truncated_cache_is_rebuilt, make_dir, remove_dir),
 	};
