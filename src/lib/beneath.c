@@ -114,49 +114,5 @@ int sbx_path_below(const char *root_path, const char *path, char *rel, size_t si
 	if (!rest)
 		return -1;
 	/* "a//b/" means "a/b"; "." and ".." are left for sbx_open_beneath to refuse. */
-	size_t n = 0;
-	for (const char *p = rest; *p; p++) {
-		if (*p == '/' && (n == 0 || rel[n - 1] == '/'))
-			continue;
-		if (n >= size - 1)
-			return -1;
-		rel[n++] = *p;
-	}
-	while (n > 0 && rel[n - 1] == '/')
-		n--;
-	rel[n] = '\0';
-	return 0;
-}
-
-int sbx_open_dir_under(const char *root_path, const char *path, bool allow_root, const char *what,
-		       struct sbx_error *e)
-{
-	char rel[PATH_MAX];
-	if (sbx_path_below(root_path, path, rel, sizeof(rel)) != 0) {
-		sbx_error_set(e, SBX_EXIT_POLICY, "outside-root", "%s: %.300s is not below %.300s", what, path, root_path);
-		return -1;
-	}
-	if (!rel[0] && !allow_root) {
-		sbx_error_set(e, SBX_EXIT_POLICY, "outside-root", "%s: %.300s is the root itself", what, path);
-		return -1;
-	}
-	int rootfd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: root %.300s: %s", what, root_path, strerror(errno));
-		return -1;
-	}
-	int fd = sbx_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
-	int saved = errno;
-	close(rootfd);
-	if (fd < 0) {
-		sbx_error_set(e, saved == ENOENT ? SBX_EXIT_USAGE : SBX_EXIT_POLICY,
-			      saved == ENOENT ? "not-found" : saved == ENOTDIR ? "not-a-directory" : "path-refused",
-			      "%s: %.300s: %s", what, path,
-			      saved == ELOOP ? "a symbolic link on the path (refused)"
-			      : saved == EXDEV || saved == EINVAL ? "'.', '..' or an escape from its root (refused)"
-								   : strerror(saved));
-		errno = saved;
-		return -1;
-	}
-	return fd;
+	return sbx_path_fold_slashes(rest, rel, size);
 }

@@ -16,7 +16,7 @@ enum sbx_beneath_mode {
 };
 
 /* Opens rel ("" or "." for the root itself) below rootfd with flags
- * (O_CLOEXEC and, for the last component, O_NOFOLLOW are added):
+ * (O_CLOEXEC added):
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS [| RESOLVE_NO_SYMLINKS])
  * where the kernel has it, else a walk of O_NOFOLLOW opens one component
  * at a time (IN_ROOT then refuses symlinks too). rel must be plain: no
@@ -29,14 +29,6 @@ int sbx_open_beneath(int rootfd, const char *rel, int flags, enum sbx_beneath_mo
  * not start with either spelling at a component boundary. Pure string
  * work on the caller's side; only sbx_open_beneath may then open rel. */
 int sbx_path_below(const char *root_path, const char *path, char *rel, size_t size);
-
-/* An absolute host path the caller named, taken below root_path (a
- * directory the runner trusts, opened as it is): the path must spell
- * root_path, or its realpath, as a prefix; the rest is opened with
- * sbx_open_beneath(NO_SYMLINKS) as an O_PATH directory. The root itself
- * is refused unless allow_root. Returns the fd, or -1 with e naming what. */
-int sbx_open_dir_under(const char *root_path, const char *path, bool allow_root, const char *what,
-		       struct sbx_error *e);
 
 /* The fallback alone (kernels without openat2): every component opened
  * O_NOFOLLOW from the previous one, so any symlink is refused (ELOOP). */

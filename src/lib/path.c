@@ -45,6 +45,22 @@ char *sbx_path_resolve_within(const char *root, const char *path, const char *wh
 	return real;
 }
 
+int sbx_path_fold_slashes(const char *p, char *out, size_t size)
+{
+	size_t n = 0;
+	for (; *p; p++) {
+		if (*p == '/' && (n == 0 || out[n - 1] == '/'))
+			continue;
+		if (n + 1 >= size)
+			return errno = ENAMETOOLONG, -1;
+		out[n++] = *p;
+	}
+	while (n > 0 && out[n - 1] == '/')
+		n--;
+	out[n] = '\0';
+	return 0;
+}
+
 bool sbx_path_plain_relative(const char *p)
 {
 	if (!*p || *p == '/')

@@ -6,6 +6,7 @@
 #include "error.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* True when `inner` (already canonical) equals `root` or lies below it at a
  * component boundary ("/a/bc" is not inside "/a/b"). Pure string logic. */
@@ -14,6 +15,11 @@ bool sbx_path_is_within(const char *root, const char *inner);
 /* A relative path with no empty, "." or ".." segment and no trailing
  * slash: it cannot climb out of whatever directory it is taken below. */
 bool sbx_path_plain_relative(const char *p);
+
+/* p with its leading, repeated and trailing slashes dropped ("/a//b/" is
+ * "a/b") into out; -1 (ENAMETOOLONG) when it does not fit. Pure string
+ * work; "." and ".." stay for sbx_path_plain_relative to refuse. */
+int sbx_path_fold_slashes(const char *p, char *out, size_t size);
 
 /* Resolves both with realpath(3) and checks containment. On success
  * returns the resolved path (free() it); otherwise NULL and an error that

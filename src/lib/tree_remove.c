@@ -67,15 +67,8 @@ int sbx_remove_tree(const char *path)
 {
 	/* "/a//b/" is "a/b" below "/". */
 	char rel[PATH_MAX];
-	size_t n = 0;
-	for (const char *p = path; *p; p++) {
-		if (*p == '/' && (n == 0 || p[1] == '/' || !p[1]))
-			continue;
-		if (n >= sizeof(rel) - 1)
-			return errno = ENAMETOOLONG, -1;
-		rel[n++] = *p;
-	}
-	rel[n] = '\0';
+	if (sbx_path_fold_slashes(path, rel, sizeof(rel)) != 0)
+		return -1;
 	int root = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -1;

@@ -6,6 +6,7 @@
 #include "../lib/npu_select.h"
 #include "../lib/remote_path.h"
 #include "../lib/beneath.h"
+#include "../lib/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -308,13 +309,8 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 	if (cwd && *cwd) {
 		/* Checked below the workspace fd; sbx-launch opens it there again. */
 		char plain[PATH_MAX];
-		size_t n = 0;
-		for (const char *p = cwd; *p && n < sizeof(plain) - 1; p++)
-			if (*p != '/' || (n > 0 && plain[n - 1] != '/'))
-				plain[n++] = *p;
-		while (n > 0 && plain[n - 1] == '/')
-			n--;
-		plain[n] = '\0';
+		if (sbx_path_fold_slashes(cwd, plain, sizeof(plain)) != 0)
+			plain[0] = '\0';
 		int fd = cwd[0] == '/' ? -1 : sbx_open_beneath(ws_fd, plain, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
 		if (fd < 0) {
 			json_decref(run);

@@ -90,6 +90,26 @@ static void unsupported_arch_is_refused(void **state)
 }
 
 /* Loads profile p in a child, makes one call there, returns its errno (0 = ok). */
+/* modify_ldt(0, NULL, 0), or EPERM where the arch has no such call. */
+static long modify_ldt_call(void)
+{
+#ifdef SYS_modify_ldt
+	return syscall(SYS_modify_ldt, 0, NULL, 0);
+#else
+	errno = EPERM;
+	return -1;
+#endif
+}
+
+/* The errno a forked probe exited with. */
+static int child_errno(pid_t pid)
+{
+	int st;
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
 static int errno_under(enum sbx_seccomp_profile p, int what)
 {
 	pid_t pid = fork();
@@ -106,18 +126,11 @@ static int errno_under(enum sbx_seccomp_profile p, int what)
 		case 2: r = socket(AF_UNIX, SOCK_STREAM, 0); break;
 		case 3: r = syscall(SYS_personality, 0xffffffffUL); break;
 		case 4: r = syscall(SYS_clone3, NULL, 0); break;
-#ifdef SYS_modify_ldt
-		default: r = syscall(SYS_modify_ldt, 0, NULL, 0); break;
-#else
-		default: r = -1; errno = EPERM; break; /* no such call on this arch */
-#endif
+		default: r = modify_ldt_call(); break;
 		}
 		_exit(r < 0 ? errno : 0);
 	}
-	int st;
-	waitpid(pid, &st, 0);
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	return child_errno(pid);
 }
 
 static void profiles_differ_only_where_the_table_says(void **state)
@@ -167,18 +180,11 @@ static int errno_under_gateway(int what)
 		case 6: r = pthread_create(&t, NULL, thread_ok, &hints) == 0 && pthread_join(t, &back) == 0 &&
 			      back == &hints ? 0 : (errno = EAGAIN, -1); break;
 		case 7: r = syscall(SYS_ptrace, 2, 0, 0, 0); break;
-#ifdef SYS_modify_ldt
-		default: r = syscall(SYS_modify_ldt, 0, NULL, 0); break;
-#else
-		default: r = -1; errno = EPERM; break;
-#endif
+		default: r = modify_ldt_call(); break;
 		}
 		_exit(r < 0 ? errno : 0);
 	}
-	int st;
-	waitpid(pid, &st, 0);
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	return child_errno(pid);
 }
 
 static void gateway_filter_refuses_exec_and_keeps_what_a_relay_needs(void **state)
