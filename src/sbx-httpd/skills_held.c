@@ -108,7 +108,7 @@ static bool skill_matches(int pkg, const char *id, const char *want)
 {
 	struct sbx_snap_scan scan = { 0 };
 	struct sbx_error e;
-	char buf[65536], sha[SBX_SHA256_HEX_LEN + 1];
+	char buf[65536], sha[SBX_SHA256_HEX_LEN + 1] = "";
 	int dir = sbx_open_beneath(pkg, id, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
 	if (dir < 0 || sbx_snap_scan_at(dir, &scan, &e) != 0) {
 		if (dir >= 0)
