@@ -4,6 +4,8 @@
 #include "exitcodes.h"
 
 #include <dirent.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -14,7 +16,8 @@ struct walk {
 	uid_t uid;
 	gid_t gid;
 	dev_t dev;
-	long changed;
+	long changed, quarantined;
+	bool best_effort; /* keep going past a failure: every reachable file is visited */
 	const char *name;
 	struct sbx_error *e;
 	/* What to do with one entry (not the root) below dirfd. */
@@ -61,13 +64,21 @@ static int clear_setid(struct walk *w, int dirfd, const char *name, const struct
 	return rc;
 }
 
+/* A directory too deep to walk, after a run: root's and mode 0, opened
+ * (never followed) so nobody but root can enter it or run what is below. */
+static int quarantine(struct walk *w, int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd >= 0 && fchown(fd, 0, 0) == 0 && fchmod(fd, 0) == 0 ? 0 : -1;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0)
+		w->quarantined++;
+	return rc;
+}
+
 static int walk_dir(struct walk *w, int dirfd, int depth)
 {
-	if (depth > SBX_WORKSPACE_MAX_DEPTH) {
-		sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
-			      "workspace: directories nested deeper than %d", SBX_WORKSPACE_MAX_DEPTH);
-		return -1;
-	}
 	int listfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = listfd >= 0 ? fdopendir(listfd) : NULL;
 	if (!dir) {
@@ -76,8 +87,12 @@ static int walk_dir(struct walk *w, int dirfd, int depth)
 		sbx_error_set(w->e, SBX_EXIT_INTERNAL, "walk-failed", "workspace: cannot list: %s", strerror(errno));
 		return -1;
 	}
+	/* Subdirectories are entered once the listing is closed: one fd per
+	 * level, however wide the tree. */
+	char **subdirs = NULL;
+	size_t n_sub = 0, cap = 0;
 	int rc = 0;
-	for (struct dirent *de; rc == 0 && (de = readdir(dir));) {
+	for (struct dirent *de; (rc == 0 || w->best_effort) && (de = readdir(dir));) {
 		struct stat st;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -85,16 +100,49 @@ static int walk_dir(struct walk *w, int dirfd, int depth)
 			continue; /* vanished meanwhile */
 		if (st.st_dev != w->dev)
 			continue; /* another filesystem mounted inside: not ours to change */
-		rc = w->visit(w, dirfd, de->d_name, &st);
-		if (rc == 0 && S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0) {
-				rc = walk_dir(w, sub, depth + 1);
-				close(sub);
+		if (w->visit(w, dirfd, de->d_name, &st) != 0)
+			rc = -1;
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		if (n_sub == cap) {
+			size_t grown = cap ? cap * 2 : 16;
+			char **more = realloc(subdirs, grown * sizeof(*subdirs));
+			if (!more) {
+				sbx_error_set(w->e, SBX_EXIT_INTERNAL, "out-of-memory", "workspace: walking");
+				rc = -1;
+				break;
 			}
+			subdirs = more;
+			cap = grown;
 		}
+		if (!(subdirs[n_sub] = strdup(de->d_name))) {
+			rc = -1;
+			break;
+		}
+		n_sub++;
 	}
 	closedir(dir);
+	for (size_t i = 0; i < n_sub; i++) {
+		if (rc == 0 || w->best_effort) {
+			if (depth >= SBX_WORKSPACE_MAX_DEPTH) {
+				sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
+					      "workspace: directories nested deeper than %d", SBX_WORKSPACE_MAX_DEPTH);
+				if (!w->best_effort || quarantine(w, dirfd, subdirs[i]) != 0)
+					rc = -1;
+			} else {
+				int sub = openat(dirfd, subdirs[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (sub >= 0) {
+					if (walk_dir(w, sub, depth + 1) != 0)
+						rc = -1;
+					close(sub);
+				} else if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR) {
+					rc = -1;
+				}
+			}
+		}
+		free(subdirs[i]);
+	}
+	free(subdirs);
 	return rc;
 }
 
@@ -127,8 +175,10 @@ long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, st
 	return walk_root(&w, rootfd);
 }
 
-long sbx_workspace_clear_setid(int rootfd, const char *name, struct sbx_error *e)
+long sbx_workspace_clear_setid(int rootfd, const char *name, long *quarantined, struct sbx_error *e)
 {
-	struct walk w = { .name = name, .e = e, .visit = clear_setid };
-	return walk_root(&w, rootfd);
+	struct walk w = { .name = name, .e = e, .visit = clear_setid, .best_effort = true };
+	long rc = walk_root(&w, rootfd);
+	*quarantined = w.quarantined;
+	return rc;
 }

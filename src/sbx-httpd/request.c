@@ -39,6 +39,8 @@ int request_open_workspace(const char *path, char *shown, size_t size, char *msg
 		snprintf(root, sizeof(root), "%s/%s", g_server.cfg.data_dir, roots[i]);
 		if (sbx_path_below(root, path, rel, sizeof(rel)) != 0 || !rel[0])
 			continue;
+		if (!sbx_path_plain_relative(rel))
+			return fail(msg, msize, "%s", "Runner workspace path must not contain '.' or '..' segments");
 		if (rel[0] == '.')
 			return fail(msg, msize, "%s", "Runner workspace must not be a runner-owned directory");
 		/* A root that is itself a symlink (or missing) holds nothing. */

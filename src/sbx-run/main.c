@@ -253,6 +253,11 @@ static int execute(struct run *r, struct sbx_error *e)
 	worker_send_start(r);
 	int supervised = run_supervise(r, e);
 	r->finished_at_ms = run_now_ms();
+	/* No set-uid file outlives the run, whatever ended it (the sandbox is
+	 * gone: nothing of this run can race the walk). */
+	struct sbx_error setid_error;
+	long cleared = sbx_workspace_clear_setid(r->req.ws.fd, r->req.workspace, &r->setid_quarantined, &setid_error);
+	r->setid_cleared = cleared > 0 ? cleared : 0;
 	sbx_cgroup_remove(&r->cg);
 	if (sbx_output_finish(&r->out, &r->truncated, e) != 0 || supervised != 0)
 		return fail(r, e);
@@ -298,10 +303,10 @@ static int execute(struct run *r, struct sbx_error *e)
 		r->violated = r->worker.outcome == WORKER_VIOLATION;
 		r->exhausted = !r->violated;
 	}
-	/* No set-uid file outlives the run (the sandbox is gone: nothing of
-	 * this run can race the walk). */
-	if ((r->setid_cleared = sbx_workspace_clear_setid(r->req.ws.fd, r->req.workspace, e)) < 0) {
-		r->setid_cleared = 0;
+	if (cleared < 0) {
+		snprintf(e->message, sizeof(e->message), "clearing set-id bits after the run: %.900s", setid_error.message);
+		snprintf(e->code, sizeof(e->code), "%s", setid_error.code);
+		e->exit_code = SBX_EXIT_INTERNAL;
 		return fail(r, e);
 	}
 	if (sbx_snap_scan_at(r->req.ws.fd, &r->after, e) != 0)

@@ -108,6 +108,7 @@ json_t *run_result(struct run *r)
 	json_object_set_new(res, "outputs", r->outputs ? json_incref(r->outputs) : json_null());
 	json_object_set_new(res, "devMode", json_boolean(r->dev_mode));
 	json_object_set_new(res, "setIdBitsCleared", json_integer(r->setid_cleared));
+	json_object_set_new(res, "quarantinedDirectories", json_integer(r->setid_quarantined));
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		json_object_set_new(res, "supervisorMaxRssKiB", json_integer(ru.ru_maxrss));

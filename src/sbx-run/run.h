@@ -48,6 +48,7 @@ struct run {
 	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
 	uint64_t quota_bytes;
 	long setid_cleared;     /* set-uid/set-gid bits cleared after the run */
+	long setid_quarantined; /* directories too deep to clear, made root's and mode 0 */
 	json_t *snapshot;          /* the sbx-snap receipt, or null */
 	char error[1024];          /* the failure's message, "" when none */
 	int exit_code;             /* sbx-run's own status */

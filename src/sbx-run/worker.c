@@ -98,7 +98,8 @@ static int ingest(struct run *r, const char *folder, const char *rel, char diges
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/%s", folder, rel);
-	int fd = sbx_open_beneath(w->scratch_fd, path, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
+	/* Non-blocking: a FIFO the workload names must not stop this loop. */
+	int fd = sbx_open_beneath(w->scratch_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, SBX_BENEATH_NO_SYMLINKS);
 	if (fd < 0)
 		return stop_with(w, WORKER_VIOLATION, "%.300s: not a file inside scratch (symlinks are not followed)", path);
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -270,7 +271,12 @@ static void collect(struct run *r, int dirfd, const char *prefix, json_t *files,
 			*complete = false; /* symlinks and devices are not outputs */
 			continue;
 		}
-		int fd = sbx_open_beneath(dirfd, de->d_name, O_RDONLY, SBX_BENEATH_NO_SYMLINKS);
+		/* Checked again through the fd: the name may have changed since. */
+		int fd = sbx_open_beneath(dirfd, de->d_name, O_RDONLY | O_NONBLOCK | O_NOCTTY, SBX_BENEATH_NO_SYMLINKS);
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
 		char digest[72] = "";
 		uint64_t size = 0;
 		struct sbx_error e = { 0 };

@@ -291,3 +291,17 @@ r() { jq -r "$1" <<<"$result"; }
     result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
     [ "$(r .stdout)" = a ]
 }
+
+@test "set-id bits are cleared on every path; a tree too deep to walk is quarantined, not left runnable" {
+    [ "$(id -u)" -eq 0 ] || skip "quarantine hands the directory to root"
+    sbx_run deep1 shell 'd=.; for i in $(seq 520); do d=$d/a; done; mkdir -p $d; cp /usr/bin/true $d/s; chmod 4755 $d/s; cp /usr/bin/true top; chmod 4755 top'
+    [ "$(r .setIdBitsCleared)" -ge 1 ]
+    [ "$(r .quarantinedDirectories)" -ge 1 ]
+    [ "$(stat -c %a "$WS/top")" = 755 ]
+    # Nothing below the quarantined directory is reachable by the sandbox uid.
+    q=$(find "$WS" -type d -perm 0 -user 0 | head -n 1)
+    [ -n "$q" ]
+    run setpriv --reuid "$(expected_uid)" --regid "$(expected_uid)" --clear-groups find "$WS" -name s -perm -4000
+    [ -z "$(printf '%s\n' "$output" | grep -v 'Permission denied')" ]
+    [[ "$output" == *"Permission denied"* ]]
+}

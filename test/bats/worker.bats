@@ -147,6 +147,19 @@ os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", len(m)) + m)
     [[ "$(r .error)" == *"relative path inside its scratch folder"* ]]
 }
 
+@test "a media or checkpoint message naming a FIFO is a violation, promptly; outputs skip a FIFO" {
+    # No writer ever opens these: a blocking open would hang the supervisor.
+    worker_run f1 'mkfifo /scratch/media/m.fifo; /workspace/sbx-report media m.fifo; sleep 30' '{"timeoutMs": 60000}'
+    assert_failure 8
+    [[ "$(r .error)" == *"m.fifo: not a regular file"* ]]
+    worker_run f2 'mkfifo /scratch/checkpoints/c.fifo; /workspace/sbx-report checkpoint c.fifo; sleep 30' '{"timeoutMs": 60000}'
+    assert_failure 8
+    [[ "$(r .error)" == *"c.fifo: not a regular file"* ]]
+    worker_run f3 'mkfifo /scratch/outputs/o.fifo; echo fine > /scratch/outputs/f.txt'
+    assert_success
+    [ "$(r '[.outputs.files[].path] | join(",")')" = f.txt ]
+}
+
 @test "scratch over caps.scratchBytes ends the run as resource-exhausted" {
     worker_run s1 'dd if=/dev/zero of=/scratch/outputs/big bs=64k count=1000 2>/dev/null; sleep 30' '{"caps":{"scratchBytes":1000000}}'
     assert_failure 6
