@@ -19,6 +19,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,11 +193,23 @@ static void open_beneath_refuses_every_symlink_and_escape(void **state)
 		assert_int_equal(sbx_open_beneath_walk(rootfd, links[i], O_PATH), -1);
 		assert_int_equal(errno, ELOOP);
 	}
-	/* Reads may follow a symlink that stays inside, never one that leaves. */
-	assert_true((fd = sbx_open_beneath(rootfd, "a/in/file", O_RDONLY, SBX_BENEATH_IN_ROOT)) >= 0);
-	close(fd);
+	/* Reads may follow a symlink that stays inside, never one that leaves
+	 * (without openat2, e.g. under valgrind, the walk refuses both). */
+	fd = sbx_open_beneath(rootfd, "a/in/file", O_RDONLY, SBX_BENEATH_IN_ROOT);
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC };
+	int probe = (int)syscall(SYS_openat2, rootfd, ".", &how, sizeof(how));
+	bool have_openat2 = probe >= 0 || errno != ENOSYS;
+	if (probe >= 0)
+		close(probe);
+	if (have_openat2) {
+		assert_true(fd >= 0);
+		close(fd);
+	} else {
+		assert_int_equal(fd, -1);
+	}
 	assert_int_equal(sbx_open_beneath(rootfd, "a/out/etc/passwd", O_RDONLY, SBX_BENEATH_IN_ROOT), -1);
-	assert_int_equal(errno, EXDEV);
+	/* EXDEV from openat2; the walk (no openat2, e.g. under valgrind) refuses every symlink. */
+	assert_true(errno == EXDEV || errno == ELOOP);
 	/* Not plain: refused before any lookup. */
 	static const char *const bad[] = { "/etc/passwd", "a/../a", "./a", "a//b", "a/" };
 	for (size_t i = 0; i < 5; i++) {
