@@ -1,4 +1,4 @@
-/* clock.c — wall-clock milliseconds and their ISO-8601 form. */
+/* clock.c — wall-clock and monotonic milliseconds, and ISO-8601 form. */
 #include "clock.h"
 
 #include <stdio.h>
@@ -8,6 +8,13 @@ long long sbx_wall_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long sbx_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 

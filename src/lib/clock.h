@@ -6,6 +6,8 @@
 #define SBX_ISO_TIME_SIZE 32
 
 long long sbx_wall_ms(void);
+/* Monotonic milliseconds, for deadlines and intervals. */
+long long sbx_mono_ms(void);
 /* "2026-11-29T11:08:09.123Z" */
 void sbx_iso_time(long long ms, char out[SBX_ISO_TIME_SIZE]);
 

@@ -1,5 +1,6 @@
 /* spawn.c — fork/exec with explicit fds; capture with caps and a deadline. */
 #include "spawn.h"
+#include "clock.h"
 #include "exitcodes.h"
 
 #include <errno.h>
@@ -175,13 +176,6 @@ static enum drained drain(struct sink *k, size_t cap)
 	return DRAIN_GOT_DATA;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
 		      struct sbx_capture *c, struct sbx_error *e)
 {
@@ -222,7 +216,7 @@ int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
 		{ err[0], &c->err, &c->err_len, &c->err_truncated, 1 },
 	};
 	bool open_[2] = { true, true }, exited = false;
-	long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	long long deadline = timeout_ms > 0 ? sbx_mono_ms() + timeout_ms : 0;
 
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(err[0], F_SETFL, O_NONBLOCK);
@@ -240,7 +234,7 @@ int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
 		}
 		int wait = -1;
 		if (deadline) {
-			long long left = deadline - now_ms();
+			long long left = deadline - sbx_mono_ms();
 			wait = left > 0 ? (int)left : 0;
 		}
 		int r = poll(p, (nfds_t)np, wait);

@@ -2,6 +2,7 @@
  * on stdout, diagnostics on stderr; it dies with us (PR_SET_PDEATHSIG), so
  * no sandbox outlives the server. */
 #include "runner.h"
+#include "../lib/clock.h"
 #include "../lib/json.h"
 #include "../lib/spawn.h"
 
@@ -45,8 +46,12 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 		sbx_error_set(e, 6, "pipe", "cannot create pipes: %s", strerror(errno));
 		return -1;
 	}
+	char grace[16];
+	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
 	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
-			       egress, "--grace-ms", "1000", "-", NULL };
+			       egress, "--grace-ms", grace, "-", NULL };
+	long long timeout = json_integer_value(json_object_get(request, "timeoutMs"));
+	c->hard_deadline_ms = timeout > 0 ? sbx_mono_ms() + timeout + RUNNER_GRACE_MS + RUNNER_KILL_GRACE_MS : 0;
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
 			       .extra_fds = fds, .n_extra = n_fds, .die_with_parent = true };
 	c->pid = sbx_spawn_start(&s, NULL, e);
@@ -138,9 +143,17 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
 	struct lines out = { 0 }, err = { 0 };
 	bool out_open = true, err_open = true;
 	while (out_open || err_open) {
-		if (tick && tick(arg) && !c->cancel_sent) {
+		long long now = sbx_mono_ms();
+		bool overdue = c->hard_deadline_ms && now >= c->hard_deadline_ms;
+		if (((tick && tick(arg)) || overdue) && !c->cancel_sent) {
 			kill(c->pid, SIGTERM);
 			c->cancel_sent = true;
+			c->kill_at_ms = now + RUNNER_KILL_GRACE_MS;
+		}
+		/* Nothing the workload does keeps a run alive past its grace. */
+		if (c->cancel_sent && !c->kill_sent && now >= c->kill_at_ms) {
+			kill(c->pid, SIGKILL);
+			c->kill_sent = true;
 		}
 		struct pollfd p[2] = { { .fd = out_open ? c->events_fd : -1, .events = POLLIN },
 				       { .fd = err_open ? c->err_fd : -1, .events = POLLIN } };

@@ -7,12 +7,17 @@
 #include "httpd.h"
 #include "../lib/error.h"
 
+#define RUNNER_GRACE_MS 1000       /* sbx-run's --grace-ms */
+#define RUNNER_KILL_GRACE_MS 5000  /* a SIGTERM sbx-run has not acted on by then is followed by SIGKILL */
+
 struct child {
 	char internal_id[40];        /* sbx-run's executionId (API ids may repeat) */
 	char exec_dir[PATH_MAX + 64]; /* its state: stdout.txt, stderr.txt, result.json */
 	pid_t pid;
 	int events_fd, err_fd;
-	bool started, cancel_sent;
+	bool started, cancel_sent, kill_sent;
+	long long hard_deadline_ms;  /* monotonic: SIGTERM when sbx-run outlives timeout + grace (0: none) */
+	long long kill_at_ms;        /* monotonic: SIGKILL after a SIGTERM it did not obey */
 	json_t *result;              /* the finished event's result, or NULL */
 	int exit_code;               /* sbx-run's status (sbx-formats(5) exit codes) */
 	char diag[1024];             /* its last diagnostic message */
@@ -22,7 +27,9 @@ struct child {
  * fds 3, 4, ... (the directories the request names as "fd:N"). */
 int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e);
 /* Reads events until sbx-run has exited. tick(arg) runs every 100 ms and at
- * the start; it returns true to cancel the run (SIGTERM, once). */
+ * the start; it returns true to cancel the run (SIGTERM, once). An sbx-run
+ * still there RUNNER_KILL_GRACE_MS after its SIGTERM, or past its timeout
+ * and grace, is killed (SIGKILL; its sandbox dies with it). */
 void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg);
 void runner_free(struct child *c);
 

@@ -1,6 +1,7 @@
 /* sbx-quota — bytes and files of a tree (`usage`), or a program run under a
  * byte limit on a tree (`watch`): killed, with its process group, on a breach. */
 #include "../lib/cli.h"
+#include "../lib/clock.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
@@ -51,13 +52,6 @@ static int cmd_usage(int argc, char **argv)
 	return rc;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int cmd_watch(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -105,8 +99,8 @@ static int cmd_watch(int argc, char **argv)
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	uint64_t bytes = 0;
 	bool breached = false;
-	for (long long next = now_ms() + interval;;) {
-		long long wait = next - now_ms();
+	for (long long next = sbx_mono_ms() + interval;;) {
+		long long wait = next - sbx_mono_ms();
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
 		int r = poll(&p, 1, wait > 0 ? (int)wait : 0);
 		if (r > 0)

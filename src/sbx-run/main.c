@@ -49,8 +49,10 @@ static void usage(FILE *out)
 		"  --snapshot-store DIR  where workspace snapshots go (default: <state dir>/snapshots)\n"
 		"  --no-snapshot         skip the snapshot\n"
 		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n"
-		"  --deadline-reserve-ms N  SIGTERM this long before the deadline (default 15000,\n"
-		"                        at most half the timeout)\n"
+		"  --platform-deadline-ms N  the platform ends this job N ms after sbx-run starts\n"
+		"                        (a job's wall clock; timeoutMs stays exact)\n"
+		"  --deadline-reserve-ms N  SIGTERM this long before the platform deadline\n"
+		"                        (default 15000, at most half of it)\n"
 		"  --signing-key-fd FD   sign every event line with the key read from FD\n"
 		"  --signing-key-file F  the same from a file only its owner can read (mode 0600)\n"
 		"  --egress-dir DIR      egress gateways by policy revision (default: <data dir>/eg)\n"
@@ -323,8 +325,13 @@ static int execute(struct run *r, struct sbx_error *e)
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
 		fail(r, e);
 	} else if (r->timed_out) {
-		sbx_error_set(e, SBX_EXIT_TIMEOUT, "timeout", "%s execution timed out after %lld ms",
-			      sbx_run_language_title(r->req.language), r->req.timeout_ms);
+		if (r->stopped_for_platform)
+			sbx_error_set(e, SBX_EXIT_TIMEOUT, "platform-deadline",
+				      "%s execution stopped %d ms before the platform deadline of %lld ms",
+				      sbx_run_language_title(r->req.language), r->reserve_ms, r->platform_deadline_ms);
+		else
+			sbx_error_set(e, SBX_EXIT_TIMEOUT, "timeout", "%s execution timed out after %lld ms",
+				      sbx_run_language_title(r->req.language), r->req.timeout_ms);
 		fail(r, e);
 	} else if (r->cancelled) {
 		sbx_error_set(e, SBX_EXIT_CANCELLED, "cancelled", "%s execution aborted",
@@ -349,6 +356,7 @@ int main(int argc, char **argv)
 		{ "no-snapshot", no_argument, NULL, 'n' },
 		{ "grace-ms", required_argument, NULL, 'g' },
 		{ "deadline-reserve-ms", required_argument, NULL, 'R' },
+		{ "platform-deadline-ms", required_argument, NULL, 'P' },
 		{ "signing-key-fd", required_argument, NULL, 'k' },
 		{ "signing-key-file", required_argument, NULL, 'K' },
 		{ "egress-dir", required_argument, NULL, 'E' },
@@ -388,6 +396,7 @@ int main(int argc, char **argv)
 		case 'n': no_snapshot = true; break;
 		case 'g': r->grace_ms = (int)sbx_cli_parse_long("--grace-ms", optarg, 0, 3600000); break;
 		case 'R': r->reserve_ms = (int)sbx_cli_parse_long("--deadline-reserve-ms", optarg, 0, 3600000); break;
+		case 'P': r->platform_deadline_ms = sbx_cli_parse_long("--platform-deadline-ms", optarg, 1, 86400000LL * 30); break;
 		case 'k':
 			if (sbx_signer_from_fd(&r->signer, (int)sbx_cli_parse_long("--signing-key-fd", optarg, 3, 65535), &e) != 0)
 				sbx_die(&e);

@@ -107,6 +107,8 @@ json_t *run_result(struct run *r)
 	json_object_set_new(res, "worker", worker_report(r));
 	json_object_set_new(res, "outputs", r->outputs ? json_incref(r->outputs) : json_null());
 	json_object_set_new(res, "devMode", json_boolean(r->dev_mode));
+	json_object_set_new(res, "deadline", r->timed_out ? json_string(r->stopped_for_platform ? "platform" : "timeoutMs")
+							 : json_null());
 	json_object_set_new(res, "setIdBitsCleared", json_integer(r->setid_cleared));
 	json_object_set_new(res, "quarantinedDirectories", json_integer(r->setid_quarantined));
 	struct rusage ru;

@@ -31,7 +31,9 @@ struct run {
 	const char *egress_resolve[RUN_MAX_RESOLVE]; /* --resolve for a gateway we start */
 	int n_egress_resolve;
 	int grace_ms;
-	int reserve_ms;            /* SIGTERM this long before the deadline */
+	int reserve_ms;            /* SIGTERM this long before the platform deadline */
+	long long platform_deadline_ms; /* the platform kills the job this long after start (0: none) */
+	bool stopped_for_platform; /* the platform deadline, not timeoutMs, ended the run */
 	bool dev_mode;             /* not started as root: no uid separation */
 	struct sbx_signer signer;
 	struct worker worker;

@@ -3,6 +3,7 @@
  * and the deadline or a cancel stops the sandbox (SIGTERM to all of it, a
  * grace, then SIGKILL of its pid namespace). Returns once all of it is gone. */
 #include "run.h"
+#include "../lib/clock.h"
 #include "../lib/exitcodes.h"
 #include "../lib/quota.h"
 #include "../lib/quota_watch.h"
@@ -17,13 +18,6 @@
 #include <unistd.h>
 
 enum { P_OUT, P_ERR, P_IN, P_INFO, P_EXIT, P_SIGNAL, P_CHANNEL, P_COUNT };
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Reads what a pipe holds into the output; false at EOF. */
 static bool pump(struct run *r, int *fd, int stream, struct sbx_error *e, int *failed)
@@ -76,18 +70,23 @@ static void stop(struct run *r, bool at_once, long long *grace_end)
 		return;
 	}
 	sbx_sandbox_signal_all(&r->sb, SIGTERM);
-	*grace_end = mono_ms() + r->grace_ms;
+	*grace_end = sbx_mono_ms() + r->grace_ms;
 }
 
 int run_supervise(struct run *r, struct sbx_error *e)
 {
-	long long start = mono_ms(), next_quota = start + SBX_QUOTA_INTERVAL_MS, grace_end = 0;
+	long long start = sbx_mono_ms(), next_quota = start + SBX_QUOTA_INTERVAL_MS, grace_end = 0;
+	/* timeoutMs is exact: the first signal at N ms, SIGKILL at N + grace. */
 	long long deadline = r->req.timeout_ms ? start + r->req.timeout_ms : 0;
-	/* SIGTERM goes out a reserve before the deadline (at most half the
-	 * timeout), so the worker can flush a checkpoint within the grace. */
-	if (deadline) {
-		long long reserve = r->reserve_ms < r->req.timeout_ms / 2 ? r->reserve_ms : r->req.timeout_ms / 2;
-		deadline -= reserve;
+	/* A platform deadline (a job's wall clock) is met a reserve early (at
+	 * most half of it), so the worker can flush a checkpoint in the grace. */
+	if (r->platform_deadline_ms) {
+		long long half = r->platform_deadline_ms / 2;
+		long long platform = start + r->platform_deadline_ms - (r->reserve_ms < half ? r->reserve_ms : half);
+		if (!deadline || platform < deadline) {
+			deadline = platform;
+			r->stopped_for_platform = true; /* reported only if it is what ends the run */
+		}
 	}
 	size_t sent = 0;
 	bool exited = false;
@@ -101,7 +100,7 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		short ev[P_COUNT] = { POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN, POLLIN, POLLIN };
 		for (int i = 0; i < P_COUNT; i++)
 			p[i] = (struct pollfd){ .fd = fds[i], .events = ev[i] };
-		long long now = mono_ms(), wake = exited ? now + 1000 : next_quota;
+		long long now = sbx_mono_ms(), wake = exited ? now + 1000 : next_quota;
 		if (deadline && !grace_end && deadline < wake)
 			wake = deadline;
 		if (grace_end > 0 && grace_end < wake)
@@ -114,7 +113,7 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		int r_ = poll(p, P_COUNT, wake > now ? (int)(wake - now) : 0);
 		if (r_ < 0 && errno != EINTR)
 			break;
-		now = mono_ms();
+		now = sbx_mono_ms();
 		if (p[P_OUT].revents)
 			pump(r, &r->sb.out, 0, e, &failed);
 		if (p[P_ERR].revents)

@@ -96,6 +96,27 @@ wait_state() {
     [ ! -e "$PROJECT/never" ]
 }
 
+@test "a cancel sbx-run cannot act on (stopped) is followed by SIGKILL; the run ends and its sandbox with it" {
+    marker="sbx-managed-$$-$RANDOM"
+    signed /shell-executions "$(shell_request w1 "sleep 60 # $marker")"
+    wait_state w1 running
+    sup=$(pgrep -P "$HTTPD_PID" -f sbx-run)
+    kill -STOP "$sup"
+    api POST "/shell-executions/w1/cancel?$owner"
+    [ "$status_code" = 202 ]
+    # SIGTERM stays pending on a stopped process; the SIGKILL that follows does not.
+    timeout 30 tail --pid="$sup" -f /dev/null
+    for pid in $(pgrep -f "$marker"); do timeout 10 tail --pid="$pid" -f /dev/null; done
+    run pgrep -f "$marker"
+    assert_failure
+    for _ in $(seq 100); do
+        api GET "/shell-executions/w1?$owner"
+        [ "$(jq -r .state <<< "$output")" = running ] || break
+        sleep 0.1
+    done
+    [[ "$(jq -r .state <<< "$output")" =~ ^(cancelled|failed)$ ]]
+}
+
 @test "kill -9 of sbx-httpd: the running record reads unknown after restart, nothing is left running, the id stays used" {
     marker="sbx-managed-$$-$RANDOM"
     signed /shell-executions "$(shell_request r1 "sleep 60 # $marker")"

@@ -305,3 +305,18 @@ r() { jq -r "$1" <<<"$result"; }
     [ -z "$(printf '%s\n' "$output" | grep -v 'Permission denied')" ]
     [[ "$output" == *"Permission denied"* ]]
 }
+
+@test "timeoutMs is exact: never signalled before it, no reserve taken from it" {
+    sbx_run t1 shell 'sleep 2; echo done' '{"timeoutMs": 3000}'
+    assert_success
+    [ "$(r .stdout)" = done ]
+    [ "$(r .deadline)" = null ]
+    # SIGTERM ignored: SIGKILL after the grace; the signal came at 3000 ms, not before.
+    run --separate-stderr sbx-run --state-dir "$STATE" --grace-ms 500 - <<<"$(request t2 shell 'trap "" TERM; start=$(date +%s%3N); while :; do sleep 0.05; echo $(( $(date +%s%3N) - start )) > elapsed; done' '{"timeoutMs": 3000}')"
+    assert_failure 7
+    result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
+    [ "$(r .deadline)" = timeoutMs ]
+    [ "$(r .timedOut)" = true ]
+    [ "$(r .durationMs)" -ge 3000 ]
+    [ "$(cat "$WS/elapsed")" -ge 2900 ]
+}

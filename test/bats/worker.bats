@@ -195,12 +195,14 @@ ls /proc/self/fd | tr "\n" " "'
     assert_success
 }
 
-@test "at the deadline (minus the reserve) the worker gets SIGTERM and can flush a checkpoint" {
+@test "at the platform deadline (minus the reserve) the worker gets SIGTERM and can flush a checkpoint" {
     code='trap "printf flushed > /scratch/checkpoints/last; /workspace/sbx-report checkpoint last; printf partial > /scratch/outputs/partial.txt; exit 0" TERM
 while :; do sleep 0.05; done'
-    worker_run d1 "$code" '{"timeoutMs":1000}' --grace-ms 3000 --deadline-reserve-ms 300
+    worker_run d1 "$code" '{"timeoutMs":600000}' --grace-ms 3000 --platform-deadline-ms 1000 --deadline-reserve-ms 300
     assert_failure 7
     [ "$(r .failureClass)" = timeout ]
+    [ "$(r .deadline)" = platform ]
+    [[ "$(r .error)" == *"stopped 300 ms before the platform deadline of 1000 ms"* ]]
     jq -se 'map(select(.event == "worker.checkpoint"))[0].path == "last"' "$WORK/d1.jsonl"
     [ "$(r '.outputs.files[0].path')" = partial.txt ]
 }
