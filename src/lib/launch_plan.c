@@ -129,7 +129,11 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 		sbx_strvec_pushl(a, "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 				 "--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus", NULL);
 	}
-	sbx_strvec_pushl(a, "--dev", "/dev", NULL);
+	/* /dev: bwrap's nodes on a tmpfs that is made read-only below, and a
+	 * /dev/shm of its own size (an unsized one would take half the RAM). */
+	sbx_strvec_pushl(a, "--dev", "/dev", "--size", NULL);
+	sbx_strvec_pushf(a, "%lld", s->shm_size);
+	sbx_strvec_pushl(a, "--tmpfs", "/dev/shm", NULL);
 	/* Accelerators: only the chosen nodes land on the fresh /dev (binding
 	 * the host's /dev would expose every chip). */
 	for (size_t i = 0; i < s->devices.node_hosts.len; i++)
@@ -174,7 +178,7 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	}
 
 	/* Freeze the root: only /tmp and the workspace stay writable. */
-	sbx_strvec_pushl(a, "--remount-ro", "/", "--chdir", s->cwd, "--clearenv", NULL);
+	sbx_strvec_pushl(a, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", s->cwd, "--clearenv", NULL);
 	build_env(s, h, p);
 	for (size_t i = 0; i < p->env_keys.len; i++)
 		sbx_strvec_pushl(a, "--setenv", p->env_keys.items[i], p->env_values.items[i], NULL);

@@ -16,6 +16,7 @@
 #define SBX_TMP_SIZE_DEFAULT (1ll << 30)
 #define SBX_TMP_SIZE_MIN (1ll << 20)
 #define SBX_TMP_SIZE_MAX (1ll << 40)
+#define SBX_SHM_SIZE_DEFAULT (64ll << 20) /* /dev/shm, as Docker's default */
 
 struct sbx_launch_spec {
 	struct sbx_strvec argv;
@@ -36,6 +37,7 @@ struct sbx_launch_spec {
 	struct sbx_launch_devices devices; /* accelerators (sbx-npu's fragment) */
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
 	long long tmp_size;
+	long long shm_size;      /* /dev/shm's own tmpfs */
 	enum sbx_seccomp_profile profile;
 };
 

@@ -221,3 +221,15 @@ teardown() {
     assert_failure 2
     [[ "$stderr" == *"workspace: must be an absolute path or fd:N"* ]]
 }
+
+@test "/dev is read-only and /dev/shm has its own size (shmSizeBytes, default 64 MiB)" {
+    in_sandbox 'df -k /dev/shm | tail -n1 | tr -s " " | cut -d" " -f2; touch /dev/x 2>/dev/null && echo DEV-WRITABLE || echo dev-ro; echo ok > /dev/null && echo null-ok
+head -c 3145728 /dev/zero > /dev/shm/big 2>/dev/null && echo FITS || echo shm-full' '{"shmSizeBytes":2097152}'
+    assert_success
+    assert_output $'2048\ndev-ro\nnull-ok\nshm-full'
+    in_sandbox 'df -k /dev/shm | tail -n1 | tr -s " " | cut -d" " -f2'
+    assert_output 65536
+    run --separate-stderr sbx-launch - <<<"$(spec_sh true '{"shmSizeBytes":1}')"
+    assert_failure 2
+    [[ "$stderr" == *"shmSizeBytes: must be from 1 MiB"* ]]
+}
