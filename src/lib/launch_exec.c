@@ -20,9 +20,11 @@ void sbx_stdio_sanitize(void)
 		}
 }
 
-int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, int channel_fd,
-		    const int *bind_src, size_t n_bind, struct sbx_error *e)
+int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, int seccomp_fd, int info_fd, int channel_fd,
+		    struct sbx_error *e)
 {
+	const int *bind_src = plan->bind_src;
+	size_t n_bind = plan->n_bind;
 	/* A core dump could carry workspace data to wherever core_pattern points. */
 	struct rlimit none = { 0, 0 };
 	char *const empty_env[] = { NULL };
@@ -33,6 +35,13 @@ int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int i
 	if (setrlimit(RLIMIT_CORE, &none) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(RLIMIT_CORE): %s", strerror(errno));
 		return -1;
+	}
+	if (plan->file_size_limit >= 0) {
+		struct rlimit fsize = { (rlim_t)plan->file_size_limit, (rlim_t)plan->file_size_limit };
+		if (setrlimit(RLIMIT_FSIZE, &fsize) != 0) {
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(RLIMIT_FSIZE): %s", strerror(errno));
+			return -1;
+		}
 	}
 	if (n_bind > SBX_BIND_FD_MAX)
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "too many bound directories"), -1;
@@ -61,7 +70,7 @@ int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int i
 	if (syscall(SYS_close_range, highest + 1, ~0U, 0) != 0)
 		goto fail;
 	/* bwrap's own environment shows in the sandbox as /proc/1/environ. */
-	execve(bwrap, argv, empty_env);
+	execve(bwrap, plan->argv.items, empty_env);
 fail:
 	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "exec-failed", "cannot execute %s: %s", bwrap, strerror(errno));
 	return -1;

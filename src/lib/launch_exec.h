@@ -4,6 +4,7 @@
 #define SBX_LAUNCH_EXEC_H
 
 #include "error.h"
+#include "launch_plan.h"
 
 #include <stddef.h>
 
@@ -17,8 +18,9 @@ void sbx_stdio_sanitize(void);
 /* Only returns on failure. info_fd and channel_fd (-1: none) become fds
  * 4 and 5; bwrap passes 5 on to the workload (it consumes 3 and 4). The
  * n_bind directory fds become 6, 7, ... (SBX_BIND_FD_FIRST), which bwrap
- * mounts and closes; nothing else is inherited. */
-int sbx_launch_exec(const char *bwrap, char *const argv[], int seccomp_fd, int info_fd, int channel_fd,
-		    const int *bind_src, size_t n_bind, struct sbx_error *e);
+ * mounts and closes; nothing else is inherited. The plan's file size
+ * limit becomes RLIMIT_FSIZE, so no single file (a fallocate) outgrows it. */
+int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, int seccomp_fd, int info_fd, int channel_fd,
+		    struct sbx_error *e);
 
 #endif

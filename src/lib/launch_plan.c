@@ -91,6 +91,7 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	struct sbx_strvec *a = &p->argv;
 
 	memset(p, 0, sizeof(*p));
+	p->file_size_limit = s->file_size_limit;
 	sbx_strvec_push(a, probe->bwrap_path);
 	/* Namespaces, no capabilities. --new-session keeps TIOCSTI away from
 	 * the caller's terminal (seccomp refuses it too). The caller kills the

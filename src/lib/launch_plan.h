@@ -23,6 +23,7 @@ struct sbx_launch_plan {
 	int bind_src[SBX_BIND_FD_MAX]; /* this process's fd for slot SBX_BIND_FD_FIRST + i */
 	const char *bind_name[SBX_BIND_FD_MAX]; /* its host name, for the record */
 	size_t n_bind;
+	long long file_size_limit;     /* RLIMIT_FSIZE for the sandbox, -1: none */
 };
 
 int sbx_launch_plan_build(const struct sbx_launch_spec *spec, const struct sbx_sandbox_profile *probe,

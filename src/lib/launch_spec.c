@@ -29,6 +29,7 @@ static const struct sbx_json_field spec_fields[] = {
 	{ "devices", SBX_JSON_ANY, false, true },
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "shmSizeBytes", SBX_JSON_INTEGER, false, true },
+	{ "fileSizeLimitBytes", SBX_JSON_INTEGER, false, true },
 	{ "scratch", SBX_JSON_STRING, false, true },
 	{ "skills", SBX_JSON_OBJECT, false, true },
 };
@@ -241,6 +242,7 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	sbx_strvec_init(&s->env_values);
 	s->tmp_size = SBX_TMP_SIZE_DEFAULT;
 	s->shm_size = SBX_SHM_SIZE_DEFAULT;
+	s->file_size_limit = -1;
 
 	if (sbx_json_validate(doc, spec_fields, COUNT(spec_fields), "", e) != 0 ||
 	    parse_argv(json_object_get(doc, "argv"), s, e) != 0)
@@ -279,6 +281,8 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 		if (s->shm_size < SBX_TMP_SIZE_MIN || s->shm_size > SBX_TMP_SIZE_MAX)
 			return bad(e, "bad-field", "shmSizeBytes", "must be from 1 MiB (1048576) to 1 TiB");
 	}
+	if ((v = present(doc, "fileSizeLimitBytes")) && (s->file_size_limit = json_integer_value(v)) < 0)
+		return bad(e, "bad-field", "fileSizeLimitBytes", "must not be negative");
 	if (s->argv.failed || s->env_keys.failed || s->env_values.failed)
 		return bad(e, "internal", "spec", "out of memory");
 	return 0;

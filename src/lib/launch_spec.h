@@ -38,6 +38,7 @@ struct sbx_launch_spec {
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
 	long long tmp_size;
 	long long shm_size;      /* /dev/shm's own tmpfs */
+	long long file_size_limit; /* fileSizeLimitBytes: RLIMIT_FSIZE, -1 none */
 	enum sbx_seccomp_profile profile;
 };
 

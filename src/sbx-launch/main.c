@@ -344,7 +344,6 @@ int main(int argc, char **argv)
 		sbx_strvec_insert(&plan.argv, 2, "4");
 	}
 	fflush(NULL);
-	sbx_launch_exec(profile.bwrap_path, plan.argv.items, prog.fd, o.info_fd, o.channel_fd, plan.bind_src, plan.n_bind,
-			&e);
+	sbx_launch_exec(profile.bwrap_path, &plan, prog.fd, o.info_fd, o.channel_fd, &e);
 	sbx_die(&e);
 }

@@ -239,6 +239,11 @@ static int execute(struct run *r, struct sbx_error *e)
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
 		return fail(r, e);
 	}
+	/* No single file may outgrow what is left of the quota: one fallocate
+	 * cannot overshoot it between two checks. */
+	if (r->req.max_workspace_bytes)
+		json_object_set_new(r->req.spec, "fileSizeLimitBytes",
+				    json_integer((json_int_t)(r->req.max_workspace_bytes - r->quota_bytes)));
 	if (r->req.limits.requested && sbx_cgroup_create(r->req.execution_id, &r->req.limits, &r->cg, e) != 0)
 		return fail(r, e);
 	if (run_devices_attach(r, e) != 0)
@@ -338,7 +343,9 @@ static int execute(struct run *r, struct sbx_error *e)
 			      sbx_run_language_title(r->req.language));
 		fail(r, e);
 	}
-	if (r->store[0]) {
+	/* An over-quota tree is not stored (the disk would hold it twice): the
+	 * workspace's ref keeps its previous snapshot. */
+	if (r->store[0] && !r->quota_hit) {
 		char ref[96];
 		snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)r->req.ws.dev, (unsigned long long)r->req.ws.ino);
 		struct sbx_error se;

@@ -162,6 +162,24 @@ r() { jq -r "$1" <<<"$result"; }
     [ "$(stat -c %s "$WS/big")" -lt 2000000000 ]
 }
 
+@test "quota: one fallocate cannot overshoot it (RLIMIT_FSIZE is what is left), and an over-quota tree is not snapshotted" {
+    sbx_run q4a shell 'echo small > keep' '{"maxWorkspaceBytes":1048576}'
+    assert_success
+    before=$(r .workspaceSnapshot.digest)
+    sbx_run q4 shell 'fallocate -l 1G big 2>&1 || echo refused; ls -l big 2>/dev/null | wc -l' '{"maxWorkspaceBytes":1048576}'
+    assert_success
+    [[ "$(r .stdout)" == refused* ]]
+    [[ "$(r .stderr)" == *"File size limit exceeded"* ]]
+    [ ! -s "$WS/big" ]
+    before=$(r .workspaceSnapshot.digest)
+    # Many files can still cross it together: the run ends, nothing is stored.
+    sbx_run q5 shell 'for i in 1 2 3; do head -c 900000 /dev/zero > f$i; done; sleep 1' '{"maxWorkspaceBytes":1048576}'
+    assert_failure 6
+    [ "$(r .workspaceSnapshot)" = null ]
+    # The workspace's ref still names the last snapshot within quota.
+    [ "$(cat "$STATE"/snapshots/refs/ws-*[0-9])" = "$before" ]
+}
+
 @test "output: 2 GiB with a 1 MiB budget keeps head and tail, valid UTF-8, flat memory" {
     code=$'printf \'\\303\\251%.0s\' $(seq 1 300000); (yes \'\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 tail\' | head -c 2147483655) || true; echo THE-END'
     sbx_run big shell "$code" '{"maxOutputBytes":1048576}'
