@@ -118,6 +118,11 @@ int sbx_channel_feed(struct sbx_channel *c, const void *data, size_t len, sbx_ch
 	return 0;
 }
 
+bool sbx_channel_mid_frame(const struct sbx_channel *c)
+{
+	return c->header_have != 0;
+}
+
 char *sbx_channel_encode(const json_t *message, size_t *len)
 {
 	char *text = json_dumps(message, JSON_COMPACT);

@@ -25,6 +25,9 @@ struct sbx_channel {
 };
 
 void sbx_channel_init(struct sbx_channel *c, size_t max_frame);
+/* True between a frame's first byte and its last: a channel that closes
+ * now has cut a message off. */
+bool sbx_channel_mid_frame(const struct sbx_channel *c);
 void sbx_channel_free(struct sbx_channel *c);
 
 /* Called for each valid message (the callee owns nothing: the message is

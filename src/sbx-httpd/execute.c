@@ -89,7 +89,7 @@ static enum MHD_Result answer(struct req *r, const struct api_exec *x, struct ch
 	json_t *res = c->result;
 	const char *failure = json_string_value(json_object_get(res, "failureClass"));
 	const char *error = json_string_value(json_object_get(res, "error"));
-	if (res && c->exit_code == 0 && !failure)
+	if (res && runner_ran(c) && !failure)
 		return reply_json(r, 200, runner_api_result(x, res));
 	return reply_error(r, 400, "%s", error ? error : c->diag[0] ? c->diag : "the execution failed");
 }

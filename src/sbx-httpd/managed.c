@@ -130,17 +130,17 @@ static void finish(struct managed_run *m, struct child *c)
 	const char *state;
 	if (m->cancel && (c->exit_code == 10 || (failure && !strcmp(failure, "cancelled"))))
 		state = "cancelled";
-	else if (res && c->exit_code == 0 && !failure)
+	else if (res && runner_ran(c) && !failure)
 		state = json_integer_value(json_object_get(res, "exitCode")) == 0 ? "completed" : "failed";
 	else
 		state = "failed";
-	if (c->started && res && !version && c->exit_code == 0) {
+	if (c->started && res && !version && runner_ran(c)) {
 		state = "failed";
 		error = "Execution ended, but workspace version commit failed: no snapshot was recorded";
 	}
 	if (strcmp(state, "completed") && strcmp(state, "failed"))
 		error = error ? error : NULL;
-	store_update(m->x.id, state, NULL, now, c->exit_code == 0 || !strcmp(state, "cancelled") ? api : NULL,
+	store_update(m->x.id, state, NULL, now, runner_ran(c) || !strcmp(state, "cancelled") ? api : NULL,
 		     !strcmp(state, "completed") ? NULL : (error ? error : (c->diag[0] ? c->diag : NULL)),
 		     version, truncated);
 	json_decref(api);

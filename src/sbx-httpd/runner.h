@@ -23,6 +23,13 @@ struct child {
 	char diag[1024];             /* its last diagnostic message */
 };
 
+/* sbx-run ran the workload to its end, whatever the workload's own exit
+ * (0, or 1: the workload failed); anything else is sbx-run's failure class. */
+static inline bool runner_ran(const struct child *c)
+{
+	return c->exit_code == 0 || c->exit_code == 1;
+}
+
 /* Starts sbx-run for request (its executionId is set here); fds become its
  * fds 3, 4, ... (the directories the request names as "fd:N"). */
 int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e);

@@ -506,12 +506,18 @@ int main(int argc, char **argv)
 		r->exit_code = SBX_EXIT_INTERNAL;
 	}
 	run_event("finished", r, json_pack("{s:O}", "result", result));
+	/* For schedulers (Slurm, Kubernetes Jobs): a workload that exited
+	 * non-zero, died of a signal or reported an error is a failed job. */
+	int status = r->exit_code;
+	bool workload_failed = r->ran && ((WIFEXITED(r->wait_status) && WEXITSTATUS(r->wait_status) != 0) ||
+					  WIFSIGNALED(r->wait_status) || r->worker.error);
+	if (status == SBX_EXIT_OK && workload_failed)
+		status = SBX_EXIT_WORKLOAD;
 	if (r->exit_code)
 		sbx_diag("error", sbx_json_string_or(result, "failureClass", "error"), NULL, "%s", r->error);
 	json_decref(result);
 	sbx_output_close(&r->out);
 	sbx_sandbox_close(&r->sb);
-	worker_close(&r->worker);
 	json_decref(r->outputs);
 	if (r->lease_fd >= 0)
 		close(r->lease_fd);
@@ -521,5 +527,6 @@ int main(int argc, char **argv)
 		unlinkat(dirfd, "supervisor.json", 0);
 		close(dirfd);
 	}
-	return r->exit_code;
+	worker_close(&r->worker);
+	return status;
 }

@@ -222,6 +222,9 @@ enum worker_outcome worker_read(struct run *r)
 		if (n <= 0) {
 			close(w->fd);
 			w->fd = -1;
+			/* The channel closed mid-frame: what was cut off is not accepted. */
+			if (sbx_channel_mid_frame(&w->channel))
+				stop_with(w, WORKER_VIOLATION, "%s", "the worker channel closed in the middle of a frame");
 			break;
 		}
 		int rc = sbx_channel_feed(&w->channel, buf, (size_t)n, on_message, r);

@@ -32,7 +32,7 @@ r() { jq -r "$1" <<<"$result"; }
     echo old > "$WS/keep.txt"
     echo gone > "$WS/gone.txt"
     sbx_run e1 shell 'echo hi > f; cat f; echo err >&2; echo more >> keep.txt; rm gone.txt; pwd; exit 3'
-    assert_success
+    assert_failure 1 # the workload failed
     [ "$(r .exitCode)" = 3 ]
     [ "$(r .stdout)" = $'hi\n/workspace' ]
     [ "$(r .stderr)" = err ]
@@ -54,7 +54,7 @@ r() { jq -r "$1" <<<"$result"; }
 
 @test "shell runs with -euo pipefail: a failing command stops the script" {
     sbx_run e2 shell $'false\necho not-reached'
-    assert_success
+    assert_failure 1
     [ "$(r .exitCode)" = 1 ]
     [ "$(r .stdout)" = "" ]
 }

@@ -226,3 +226,20 @@ while :; do sleep 0.05; done'
     run --separate-stderr env SBX_CHANNEL_FD=1 "$SBX_BIN/sbx-report" media ../x
     assert_failure 2
 }
+
+@test "exit status for schedulers: 0 ok, 1 for a workload exit 3 or a worker error, 8 for a frame cut off at exit" {
+    worker_run x0 'true'
+    assert_success
+    worker_run x3 'exit 3'
+    assert_failure 1
+    [ "$(r .exitCode)" = 3 ] && [ "$(r .failureClass)" = null ]
+    worker_run xe '/workspace/sbx-report error "it broke"'
+    assert_failure 1
+    [ "$(r .exitCode)" = 0 ]
+    worker_run xt 'python3 -c "
+import os, struct
+os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", 100) + b\"{\\\"type\\\":\")
+"'
+    assert_failure 8
+    [[ "$(r .error)" == *"closed in the middle of a frame"* ]]
+}
