@@ -232,6 +232,7 @@ struct conn_state {
 	char *body;
 	size_t len, cap;
 	bool too_large;
+	bool unauthorized;           /* no valid bearer in the head: the body is dropped unread */
 	struct upload *upload;       /* a streamed PUT: the body goes to disk */
 };
 
@@ -256,6 +257,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!(st = calloc(1, sizeof(*st))))
 			return MHD_NO;
 		*con_cls = st;
+		/* The bearer is checked from the head, before a byte of the body is
+		 * kept: an unauthenticated client costs no buffer and no upload. */
+		struct req head = { .conn = conn, .method = method, .path = url };
+		if (!(strcmp(method, "GET") == 0 && strcmp(url, "/health") == 0) && !auth_bearer(&g_server.cfg, &head)) {
+			st->unauthorized = true;
+			return MHD_YES;
+		}
 		if (upload_wanted(method, url) && !(st->upload = upload_begin(conn, url)))
 			return MHD_NO;
 		return MHD_YES;
@@ -263,6 +271,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
+		if (st->unauthorized)
+			return MHD_YES; /* read on and drop: the answer is a 401 */
 		if (st->upload) {
 			upload_write(st->upload, upload, n);
 			return MHD_YES;
@@ -288,6 +298,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	struct req r = { .conn = conn, .method = method, .path = url, .body = st->body, .len = st->len,
 			 .too_large = st->too_large, .upload = st->upload };
+	if (st->unauthorized)
+		return reply_error(&r, 401, "Unauthorized");
 	return route(&r);
 }
 
@@ -305,6 +317,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 }
 
+/* A connection silent this long (headers, body, keep-alive) is closed; a
+ * running execution's handler is not idle and is never cut by it. */
+#define CONNECTION_IDLE_S 30
+
 /* Each connection's buffer: uploads arrive in pieces this size (the 32 KiB
  * default costs a streamed upload half its speed in calls). */
 #define CONNECTION_MEMORY (256u << 10)
@@ -317,6 +333,6 @@ struct MHD_Daemon *server_start(int listen_fd)
 					MHD_USE_ERROR_LOG,
 				0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned int)0, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
+				(unsigned int)CONNECTION_IDLE_S, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
 }
