@@ -28,6 +28,10 @@ run_suite() {
     failed=$((failed + bad))
 }
 
+# What a test may leave behind: sandboxes and sbx programs started since now.
+PATTERN='(^|/)(bwrap|sbx-(httpd|run|launch|egress|egress-bridge|broker|env|npu))( |$)'
+pgrep -f "$PATTERN" > "$out/before.pids" || true
+
 for unit in bin/test/test_*; do
     [ -x "$unit" ] || continue
     run_suite "unit-$(basename "$unit")" env CMOCKA_MESSAGE_OUTPUT=TAP "$unit"
@@ -55,6 +59,21 @@ if [ "$(id -u)" -eq 0 ]; then
 else
     echo "# not root: the sbxtest runs and the namespace refusals are skipped"
 fi
+
+# Nothing a suite started outlives the run: stragglers get 15 s to exit
+# (a kill is asynchronous), then they are named, killed and counted.
+leftover_check() {
+    echo "1..1"
+    for _ in $(seq 150); do
+        left=$(pgrep -f "$PATTERN" | grep -v -x -F -f "$out/before.pids" || true)
+        [ -z "$left" ] && { echo "ok 1 no process a test started outlives the suites"; return 0; }
+        sleep 0.1
+    done
+    echo "not ok 1 processes left behind by the suites:"
+    for pid in $left; do echo "#   $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"; kill -9 "$pid" 2>/dev/null; done
+    return 1
+}
+run_suite leftover-processes leftover_check
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

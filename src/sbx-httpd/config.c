@@ -99,6 +99,7 @@ void config_load(struct config *c)
 		 sizeof(c->data_dir));
 	snprintf(c->bwrap, sizeof(c->bwrap), "%s", (v = value("SCIENCE_AGENT_BWRAP_PATH", buf, sizeof(buf))) ? v : "bwrap");
 	c->exec_timeout_ms = integer("SCIENCE_AGENT_EXEC_TIMEOUT_MS", 0, 0, SAFE_INTEGER_MAX, "a non-negative safe integer");
+	c->run_retention_s = integer("SCIENCE_AGENT_RUN_RETENTION_SECONDS", 0, 0, 86400 * 365, "an integer from 0 to 31536000");
 	c->max_output_bytes = integer("SCIENCE_AGENT_MAX_OUTPUT_BYTES", 1073741824LL, 0, SAFE_INTEGER_MAX,
 				      "a non-negative safe integer (0: never truncate)");
 	c->max_workspace_bytes = integer("SCIENCE_AGENT_MAX_WORKSPACE_BYTES", 10737418240LL, 0, SAFE_INTEGER_MAX,

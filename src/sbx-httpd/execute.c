@@ -147,13 +147,16 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	api_exec_close(&x);
 	json_decref(run);
 	if (w.gone || !ws_turn) {
-		if (ran)
+		if (ran) {
+			runner_forget(&c);
 			runner_free(&c);
+		}
 		return MHD_NO; /* nobody to answer: the connection is closed */
 	}
 	if (!ran)
 		return reply_error(r, 400, "%s", msg);
 	enum MHD_Result out = answer(r, &x, &c);
+	runner_forget(&c);
 	runner_free(&c);
 	return out;
 }

@@ -28,6 +28,7 @@ struct config {
 	char data_dir[PATH_MAX];     /* absolute */
 	char bwrap[PATH_MAX];
 	long long exec_timeout_ms;
+	long long run_retention_s;   /* SCIENCE_AGENT_RUN_RETENTION_SECONDS: run directories kept after delivery */
 	long long max_output_bytes;
 	long long max_workspace_bytes;
 	long long signature_max_age_ms;

@@ -172,6 +172,7 @@ static void *worker(void *arg)
 			tick(m);
 			finish(m, &c);
 			m->child = NULL;
+			runner_forget(&c); /* its logs and result are in SQLite now */
 			runner_free(&c);
 		}
 		if (lease >= 0)

@@ -5,6 +5,10 @@
 #include "../lib/clock.h"
 #include "../lib/json.h"
 #include "../lib/spawn.h"
+#include "../lib/tree_remove.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,12 +23,64 @@
 
 #define EVENT_LINE_MAX (64u << 20) /* a finished event carries both outputs */
 
+#define SWEEP_MAX 64 /* run directories one start removes at most */
+
+/* <data>/runner-executions/runs, opened without following a symlink. */
+static int runs_dir(void)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/runner-executions/runs", g_server.cfg.data_dir);
+	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* With a retention: run directories (h + 24 hex) older than it go. */
+static void sweep_runs(void)
+{
+	int dir = runs_dir();
+	DIR *d = dir >= 0 ? fdopendir(dir) : NULL;
+	if (!d) {
+		if (dir >= 0)
+			close(dir);
+		return;
+	}
+	long long now = sbx_wall_ms() / 1000;
+	int removed = 0;
+	for (struct dirent *de; removed < SWEEP_MAX && (de = readdir(d));) {
+		struct stat st;
+		if (de->d_name[0] != 'h' || strlen(de->d_name) != 25 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+		    now - st.st_mtim.tv_sec < g_server.cfg.run_retention_s)
+			continue;
+		/* A run still going holds supervisor.json; it is not swept. */
+		char sup[64];
+		snprintf(sup, sizeof(sup), "%s/supervisor.json", de->d_name);
+		if (faccessat(dirfd(d), sup, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		if (sbx_remove_tree_at(dirfd(d), de->d_name) == 0)
+			removed++;
+	}
+	closedir(d);
+}
+
+void runner_forget(struct child *c)
+{
+	if (g_server.cfg.run_retention_s || !c->internal_id[0])
+		return;
+	int dir = runs_dir();
+	if (dir >= 0) {
+		sbx_remove_tree_at(dir, c->internal_id);
+		close(dir);
+	}
+}
+
 int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
 {
 	const struct config *cfg = &g_server.cfg;
 	unsigned char rnd[12];
 	char state[PATH_MAX + 32], store[PATH_MAX + 32], egress[PATH_MAX + 32];
 
+	if (g_server.cfg.run_retention_s)
+		sweep_runs();
 	memset(c, 0, sizeof(*c));
 	c->pid = -1;
 	c->events_fd = c->err_fd = -1;

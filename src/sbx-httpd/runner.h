@@ -39,6 +39,10 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
  * and grace, is killed (SIGKILL; its sandbox dies with it). */
 void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg);
 void runner_free(struct child *c);
+/* Once the result is delivered (a managed run's: recorded in SQLite), its
+ * run directory goes, unless SCIENCE_AGENT_RUN_RETENTION_SECONDS keeps
+ * run directories that long (each start then sweeps the older ones). */
+void runner_forget(struct child *c);
 
 /* What the API request asked for, as the result shows it. */
 struct api_exec {

@@ -282,3 +282,24 @@ PY
     run curl -sS -o /dev/null -w '%{http_code}' --data-binary @<(head -c 1500000 /dev/zero) "$BASE/execute-shell"
     assert_output 401
 }
+
+@test "run directories do not accumulate: gone once delivered, kept only with a retention" {
+    runs="$WORK/data/runner-executions/runs"
+    for i in $(seq 20); do
+        signed /execute-shell "$(shell_request "ret$i" 'head -c 100000 /dev/zero | tr "\0" x')"
+        [ "$status_code" = 200 ]
+    done
+    signed /shell-executions "$(shell_request ret-managed 'echo managed')"
+    for _ in $(seq 100); do
+        api GET "/shell-executions/ret-managed?sessionId=s1&agentId=main"
+        [ "$(jq -r .state <<< "$output")" = completed ] && break
+        sleep 0.1
+    done
+    api GET "/shell-executions/ret-managed/logs?sessionId=s1&agentId=main&cursor=0"
+    [ "$(jq -r '[.chunks[].text] | join("")' <<< "$output")" = managed ]
+    [ -z "$(find "$runs" -mindepth 1 -maxdepth 1 -name 'h*' -type d)" ] || fail "left: $(ls "$runs")"
+    httpd_stop
+    httpd_start SCIENCE_AGENT_RUN_RETENTION_SECONDS=3600
+    signed /execute-shell "$(shell_request ret-kept 'true')"
+    [ "$(find "$runs" -mindepth 1 -maxdepth 1 -name 'h*' -type d | wc -l)" -eq 1 ]
+}
