@@ -36,10 +36,24 @@ int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, int s
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(RLIMIT_CORE): %s", strerror(errno));
 		return -1;
 	}
-	if (plan->file_size_limit >= 0) {
-		struct rlimit fsize = { (rlim_t)plan->file_size_limit, (rlim_t)plan->file_size_limit };
-		if (setrlimit(RLIMIT_FSIZE, &fsize) != 0) {
-			sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(RLIMIT_FSIZE): %s", strerror(errno));
+	/* The default bounds: no larger than asked, never above what we hold. */
+	const struct {
+		int resource;
+		long long value;
+		const char *name;
+	} caps[] = { { RLIMIT_FSIZE, plan->file_size_limit, "RLIMIT_FSIZE" },
+		     { RLIMIT_NPROC, plan->max_processes > 0 ? plan->max_processes : -1, "RLIMIT_NPROC" },
+		     { RLIMIT_NOFILE, plan->max_open_files > 0 ? plan->max_open_files : -1, "RLIMIT_NOFILE" } };
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		struct rlimit now;
+		if (caps[i].value < 0 || getrlimit(caps[i].resource, &now) != 0)
+			continue;
+		rlim_t want = (rlim_t)caps[i].value;
+		if (now.rlim_max != RLIM_INFINITY && now.rlim_max < want)
+			want = now.rlim_max;
+		struct rlimit set = { want, want };
+		if (setrlimit(caps[i].resource, &set) != 0) {
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(%s): %s", caps[i].name, strerror(errno));
 			return -1;
 		}
 	}

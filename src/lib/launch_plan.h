@@ -24,6 +24,8 @@ struct sbx_launch_plan {
 	const char *bind_name[SBX_BIND_FD_MAX]; /* its host name, for the record */
 	size_t n_bind;
 	long long file_size_limit;     /* RLIMIT_FSIZE for the sandbox, -1: none */
+	long long max_processes;       /* RLIMIT_NPROC, 0: none (set only for a dedicated uid) */
+	long long max_open_files;      /* RLIMIT_NOFILE, 0: none */
 };
 
 int sbx_launch_plan_build(const struct sbx_launch_spec *spec, const struct sbx_sandbox_profile *probe,

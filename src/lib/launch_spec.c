@@ -30,6 +30,8 @@ static const struct sbx_json_field spec_fields[] = {
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "shmSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "fileSizeLimitBytes", SBX_JSON_INTEGER, false, true },
+	{ "maxProcesses", SBX_JSON_INTEGER, false, true },
+	{ "maxOpenFiles", SBX_JSON_INTEGER, false, true },
 	{ "scratch", SBX_JSON_STRING, false, true },
 	{ "skills", SBX_JSON_OBJECT, false, true },
 };
@@ -243,6 +245,8 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	s->tmp_size = SBX_TMP_SIZE_DEFAULT;
 	s->shm_size = SBX_SHM_SIZE_DEFAULT;
 	s->file_size_limit = -1;
+	s->max_processes = SBX_MAX_PROCESSES_DEFAULT;
+	s->max_open_files = SBX_MAX_OPEN_FILES_DEFAULT;
 
 	if (sbx_json_validate(doc, spec_fields, COUNT(spec_fields), "", e) != 0 ||
 	    parse_argv(json_object_get(doc, "argv"), s, e) != 0)
@@ -283,6 +287,12 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	}
 	if ((v = present(doc, "fileSizeLimitBytes")) && (s->file_size_limit = json_integer_value(v)) < 0)
 		return bad(e, "bad-field", "fileSizeLimitBytes", "must not be negative");
+	if ((v = present(doc, "maxProcesses")) &&
+	    ((s->max_processes = json_integer_value(v)) < 0 || (s->max_processes > 0 && s->max_processes < 16)))
+		return bad(e, "bad-field", "maxProcesses", "must be 0 (no cap) or at least 16");
+	if ((v = present(doc, "maxOpenFiles")) &&
+	    ((s->max_open_files = json_integer_value(v)) < 0 || (s->max_open_files > 0 && s->max_open_files < 64)))
+		return bad(e, "bad-field", "maxOpenFiles", "must be 0 (no cap) or at least 64");
 	if (s->argv.failed || s->env_keys.failed || s->env_values.failed)
 		return bad(e, "internal", "spec", "out of memory");
 	return 0;

@@ -17,6 +17,8 @@
 #define SBX_TMP_SIZE_MIN (1ll << 20)
 #define SBX_TMP_SIZE_MAX (1ll << 40)
 #define SBX_SHM_SIZE_DEFAULT (64ll << 20) /* /dev/shm, as Docker's default */
+#define SBX_MAX_PROCESSES_DEFAULT 4096  /* per workload uid (a fork bomb stops there) */
+#define SBX_MAX_OPEN_FILES_DEFAULT 4096
 
 struct sbx_launch_spec {
 	struct sbx_strvec argv;
@@ -39,6 +41,8 @@ struct sbx_launch_spec {
 	long long tmp_size;
 	long long shm_size;      /* /dev/shm's own tmpfs */
 	long long file_size_limit; /* fileSizeLimitBytes: RLIMIT_FSIZE, -1 none */
+	long long max_processes;   /* maxProcesses: RLIMIT_NPROC of the workload's uid, 0 none */
+	long long max_open_files;  /* maxOpenFiles: RLIMIT_NOFILE, 0 none */
 	enum sbx_seccomp_profile profile;
 };
 

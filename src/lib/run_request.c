@@ -30,6 +30,8 @@ static const struct sbx_json_field request_fields[] = {
 	{ "skills", SBX_JSON_OBJECT, false, true },
 	{ "tmpSizeBytes", SBX_JSON_INTEGER, false, true },
 	{ "shmSizeBytes", SBX_JSON_INTEGER, false, true },
+	{ "maxProcesses", SBX_JSON_INTEGER, false, true },
+	{ "maxOpenFiles", SBX_JSON_INTEGER, false, true },
 	{ "limits", SBX_JSON_OBJECT, false, true },
 	{ "caps", SBX_JSON_OBJECT, false, true },
 };
@@ -141,7 +143,7 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 	char ws_ref[32];
 	snprintf(ws_ref, sizeof(ws_ref), "fd:%d", r->ws.fd);
 	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", ws_ref);
-	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "tmpSizeBytes", "shmSizeBytes", "skills" };
+	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "tmpSizeBytes", "shmSizeBytes", "maxProcesses", "maxOpenFiles", "skills" };
 	if (egress_policy(r, e) != 0)
 		return -1;
 	for (size_t i = 0; i < COUNT(passed); i++) {

@@ -241,6 +241,9 @@ static json_t *dry_run_record(const struct sbx_launch_spec *spec, const struct s
 		json_array_append_new(binds, json_pack("{s:i,s:o}", "fd", SBX_BIND_FD_FIRST + (int)i, "path",
 						       sbx_json_string_lossy(plan->bind_name[i])));
 	json_object_set_new(out, "binds", binds);
+	json_object_set_new(out, "rlimits", json_pack("{s:I,s:I,s:I}", "processes", (json_int_t)plan->max_processes,
+						      "openFiles", (json_int_t)plan->max_open_files, "fileSize",
+						      (json_int_t)plan->file_size_limit));
 	return out;
 }
 
@@ -313,6 +316,10 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
 		sbx_die(&e);
+	/* RLIMIT_NPROC counts every process of the uid: it bounds a sandbox only
+	 * where the uid is the workload's own, not a caller's login. */
+	if (!who.switch_user)
+		plan.max_processes = 0;
 	if (o.dry_run) {
 		json_t *record = dry_run_record(&spec, &plan, &prog, &who, probe);
 		int rc = record && sbx_json_print(stdout, record) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;

@@ -233,3 +233,35 @@ head -c 3145728 /dev/zero > /dev/shm/big 2>/dev/null && echo FITS || echo shm-fu
     assert_failure 2
     [[ "$stderr" == *"shmSizeBytes: must be from 1 MiB"* ]]
 }
+
+@test "default bounds: open files 4096, and as root a fork bomb stops at maxProcesses while the host forks on" {
+    in_sandbox 'ulimit -n'
+    assert_success
+    assert_output 4096
+    [ "$(id -u)" -eq 0 ] || skip "RLIMIT_NPROC bounds a dedicated workload uid only"
+    cat > "$WS/bomb.py" <<'PY'
+import os, time
+kids, refused = 0, 0
+for _ in range(300):
+    try:
+        pid = os.fork()
+    except BlockingIOError:
+        refused += 1
+        continue
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    kids += 1
+print(kids, refused)
+PY
+    run --separate-stderr sbx-launch - <<<"$(jq -cn --arg ws "$WS" '{argv: ["python3", "bomb.py"], workspace: $ws, maxProcesses: 64}')"
+    assert_success
+    read -r kids refused <<<"$output"
+    # Past the cap every fork fails; the namespace never held more.
+    [ "$kids" -lt 64 ] && [ "$refused" -gt 200 ]
+    # bwrap killed the namespace on exit: nothing of it is left, and we fork as ever.
+    run pgrep -u "$(expected_uid)" -f "sleep 30"
+    assert_failure
+    run --separate-stderr sbx-launch --dry-run - <<<"$(spec_sh true '{"maxProcesses":0,"maxOpenFiles":128}')"
+    assert_equal "$(jq -c .rlimits <<<"$output")" '{"processes":0,"openFiles":128,"fileSize":-1}'
+}
