@@ -70,7 +70,11 @@ leftover_check() {
         sleep 0.1
     done
     echo "not ok 1 processes left behind by the suites:"
-    for pid in $left; do echo "#   $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"; kill -9 "$pid" 2>/dev/null; done
+    for pid in $left; do
+        # pid, parent, owner and age say which suite left it.
+        echo "#   $(ps -o pid=,ppid=,user=,etime= -p "$pid" 2>/dev/null) $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
+        kill -9 "$pid" 2>/dev/null
+    done
     return 1
 }
 run_suite leftover-processes leftover_check

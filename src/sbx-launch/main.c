@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 struct options {
@@ -292,8 +293,16 @@ int main(int argc, char **argv)
 	user_cache_dir(data, &who, user_cache, sizeof(user_cache));
 
 	/* 3. Become the workload's user; everything after runs as it. */
+	/* A credential change clears the parent-death signal a supervisor set
+	 * (sbx-run's die-with-parent): armed again after the switch, or bwrap
+	 * would outlive a killed supervisor, re-parented to init. */
+	int pdeath = 0;
+	pid_t parent = getppid();
+	prctl(PR_GET_PDEATHSIG, &pdeath);
 	if (sbx_run_as_switch(&who, &e) != 0)
 		sbx_die(&e);
+	if (pdeath && (prctl(PR_SET_PDEATHSIG, pdeath) != 0 || getppid() != parent))
+		_exit(SBX_EXIT_INTERNAL); /* the parent is already gone */
 	/* A dry run as root leaves ownership alone; the real run fixes it first. */
 	if (!(who.switch_user && o.dry_run)) {
 		check_access(&spec.workspace, R_OK | W_OK | X_OK, "workspace", &who);

@@ -106,8 +106,9 @@ wait_state() {
     [ "$status_code" = 202 ]
     # SIGTERM stays pending on a stopped process; the SIGKILL that follows does not.
     timeout 30 tail --pid="$sup" -f /dev/null
-    for pid in $(pgrep -f "$marker"); do timeout 10 tail --pid="$pid" -f /dev/null; done
-    run pgrep -f "$marker"
+    # Its sandbox (bwrap, whose argv names this test's data dir) goes with it.
+    for pid in $(pgrep -f "bwrap .*$WORK"); do timeout 10 tail --pid="$pid" -f /dev/null; done
+    run pgrep -f "bwrap .*$WORK"
     assert_failure
     for _ in $(seq 100); do
         api GET "/shell-executions/w1?$owner"

@@ -254,8 +254,11 @@ r() { jq -r "$1" <<<"$result"; }
     [ -e "$WS/running" ]
     kill -9 "$pid"
     wait "$pid" || true
-    for _ in $(seq 1 500); do pgrep -f "sleep 913" >/dev/null || break; read -rt 0.01 <> <(:) || true; done
+    for _ in $(seq 1 500); do pgrep -f "sleep 913|bwrap .*$WORK" >/dev/null || break; read -rt 0.01 <> <(:) || true; done
     ! pgrep -f "sleep 913"
+    # bwrap itself dies with its supervisor too (its parent-death signal
+    # survives sbx-launch's switch to the sandbox uid), never re-parented to init.
+    ! pgrep -f "bwrap .*$WORK"
     [ ! -e "$STATE/k1/result.json" ]
     lock=$(ls "$STATE"/locks/ws-*.lock)
     flock -n "$lock" true
