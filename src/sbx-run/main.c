@@ -244,7 +244,7 @@ static int execute(struct run *r, struct sbx_error *e)
 	 * cannot overshoot it between two checks. */
 	if (r->req.max_workspace_bytes)
 		json_object_set_new(r->req.spec, "fileSizeLimitBytes",
-				    json_integer((json_int_t)(r->req.max_workspace_bytes - r->quota_bytes + 1)));
+				    json_integer((json_int_t)(r->req.max_workspace_bytes - r->quota_bytes) + 1));
 	if (r->req.limits.requested && sbx_cgroup_create(r->req.execution_id, &r->req.limits, &r->cg, e) != 0)
 		return fail(r, e);
 	if (run_devices_attach(r, e) != 0)

@@ -303,3 +303,8 @@ PY
     signed /execute-shell "$(shell_request ret-kept 'true')"
     [ "$(find "$runs" -mindepth 1 -maxdepth 1 -name 'h*' -type d | wc -l)" -eq 1 ]
 }
+
+@test "executionTimeoutMs is the caller's whole limit: 3000 with sleep 2 succeeds (no reserve is taken from it)" {
+    signed /execute-shell "$(shell_request exact1 'sleep 2; echo done' '{"executionTimeoutMs": 3000}')"
+    assert_equal "$status_code $(jq_out .exitCode) $(jq_out .stdout)" "200 0 done"
+}
