@@ -1,5 +1,5 @@
-/* path.h — realpath containment: does a path, after resolving every
- * symlink and "..", stay inside a root directory? */
+/* path.h — lexical path checks; opening a path below a root is
+ * beneath.h's (never a realpath then a reopen by name). */
 #ifndef SBX_PATH_H
 #define SBX_PATH_H
 
@@ -21,10 +21,5 @@ bool sbx_path_plain_relative(const char *p);
  * work; "." and ".." stay for sbx_path_plain_relative to refuse. */
 int sbx_path_fold_slashes(const char *p, char *out, size_t size);
 
-/* Resolves both with realpath(3) and checks containment. On success
- * returns the resolved path (free() it); otherwise NULL and an error that
- * names `what` (the field). A missing path or an escape is an error. */
-char *sbx_path_resolve_within(const char *root, const char *path, const char *what,
-			      struct sbx_error *e);
 
 #endif

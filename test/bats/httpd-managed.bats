@@ -9,19 +9,6 @@ teardown() { httpd_teardown; }
 
 owner='sessionId=s1&agentId=main'
 
-# wait_state ID STATE...: polls the record (as the real client does, every
-# ~100 ms, bounded) until its state is one of STATE.
-wait_state() {
-    local id=$1
-    shift
-    for _ in $(seq 150); do
-        api GET "/shell-executions/$id?$owner"
-        for s in "$@"; do [ "$(jq -r .state <<< "$output")" = "$s" ] && return 0; done
-        sleep 0.1
-    done
-    echo "gave up waiting for $id: $output" >&2
-    return 1
-}
 
 @test "start (202), poll to completed with result, version and snapshot; logs in pages of 4 chunks" {
     signed /shell-executions "$(shell_request m1 'head -c 20000 /dev/zero | tr "\0" a; printf "é%.0s" $(seq 5000) >&2')"
@@ -110,12 +97,7 @@ wait_state() {
     for pid in $(pgrep -f "bwrap .*$WORK"); do timeout 10 tail --pid="$pid" -f /dev/null; done
     run pgrep -f "bwrap .*$WORK"
     assert_failure
-    for _ in $(seq 100); do
-        api GET "/shell-executions/w1?$owner"
-        [ "$(jq -r .state <<< "$output")" = running ] || break
-        sleep 0.1
-    done
-    [[ "$(jq -r .state <<< "$output")" =~ ^(cancelled|failed)$ ]]
+    wait_state w1 cancelled failed
 }
 
 @test "kill -9 of sbx-httpd: the running record reads unknown after restart, nothing is left running, the id stays used" {

@@ -28,22 +28,8 @@ secret_state() {
     stat -c '%u:%g %a %y %z %n' "$SECRET" "$SECRET"/* && ls -lA --time-style=+%s.%N "$SECRET"
 }
 
-# managed_state ID: the managed execution's state.
-managed_state() {
-    api GET "/shell-executions/$1?$owner"
-    jq_out .state
-}
-
-# wait_done ID: polls (bounded) until the managed execution has ended.
-wait_done() {
-    local state
-    for _ in $(seq 600); do
-        state=$(managed_state "$1")
-        case $state in completed | failed | cancelled) return 0 ;; esac
-        sleep 0.1
-    done
-    fail "$1 still $state"
-}
+# wait_done ID: until the managed execution has ended.
+wait_done() { wait_state "$1" completed failed cancelled; }
 
 @test "a queued execution whose workspace path is redirected while it waits runs on the original directory" {
     q="$PROJECT/q"
@@ -61,7 +47,7 @@ wait_done() {
     echo go > "$PROJECT/q.orig/go.fifo"
     wait_done hold
     wait_done victim
-    assert_equal "$(managed_state victim)" completed
+    wait_state victim completed
     assert_equal "$(cat "$PROJECT/q.orig/marker")" ran
     assert_equal "$(secret_state)" "$secret_before"
 }

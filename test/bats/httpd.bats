@@ -290,11 +290,7 @@ PY
         [ "$status_code" = 200 ]
     done
     signed /shell-executions "$(shell_request ret-managed 'echo managed')"
-    for _ in $(seq 100); do
-        api GET "/shell-executions/ret-managed?sessionId=s1&agentId=main"
-        [ "$(jq -r .state <<< "$output")" = completed ] && break
-        sleep 0.1
-    done
+    wait_state ret-managed completed
     api GET "/shell-executions/ret-managed/logs?sessionId=s1&agentId=main&cursor=0"
     [ "$(jq -r '[.chunks[].text] | join("")' <<< "$output")" = managed ]
     [ -z "$(find "$runs" -mindepth 1 -maxdepth 1 -name 'h*' -type d)" ] || fail "left: $(ls "$runs")"

@@ -94,3 +94,18 @@ os.write(3, hashlib.sha256(manifest.encode()).hexdigest().encode())
 print(json.dumps({"skills": [skill]}))
 PY
 }
+
+# wait_state ID STATE...: polls the managed record (as the real client
+# does, every ~100 ms, bounded: the API offers nothing to block on) until
+# its state is one of STATE. The owner is $owner (default s1/main).
+wait_state() {
+    local id=$1
+    shift
+    for _ in $(seq 300); do
+        api GET "/shell-executions/$id?${owner:-sessionId=s1&agentId=main}"
+        for s in "$@"; do [ "$(jq -r .state <<< "$output")" = "$s" ] && return 0; done
+        sleep 0.1
+    done
+    echo "gave up waiting for $id: $output" >&2
+    return 1
+}
