@@ -108,6 +108,8 @@ void config_load(struct config *c)
 	(void)integer("SCIENCE_AGENT_SHELL_IDLE_MS", kernel_idle, 0, SAFE_INTEGER_MAX, "a non-negative safe integer");
 	c->signature_max_age_ms = integer("SCIENCE_AGENT_EXECUTION_SIGNATURE_MAX_AGE_MS", 30000, 1, SAFE_INTEGER_MAX,
 					  "a positive integer number of milliseconds");
+	c->max_connections = integer("SCIENCE_AGENT_MAX_CONNECTIONS", 4096, 16, 1 << 20, "an integer from 16 to 1048576");
+	c->max_requests = integer("SCIENCE_AGENT_MAX_REQUESTS", 512, 1, 1 << 16, "an integer from 1 to 65536");
 	c->npu_broker = flag("SCIENCE_AGENT_NPU_BROKER", false);
 	c->scientific_envs = flag("SCIENTIFIC_ENVS", true);
 	if ((v = value("SCIENCE_AGENT_SANDBOX_PROVIDER", buf, sizeof(buf))) && strcmp(v, "auto") != 0 &&

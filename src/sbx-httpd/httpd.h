@@ -32,6 +32,8 @@ struct config {
 	long long max_output_bytes;
 	long long max_workspace_bytes;
 	long long signature_max_age_ms;
+	long long max_connections;   /* SCIENCE_AGENT_MAX_CONNECTIONS: open at once; past it a request gets 503 */
+	long long max_requests;      /* SCIENCE_AGENT_MAX_REQUESTS: answered (or queued) at once; past it 503 */
 	bool npu_broker;
 	bool scientific_envs;
 };
@@ -76,6 +78,13 @@ struct server {
 
 extern struct server g_server;
 
+/* A reply made on a request's own thread, queued by the connection's
+ * epoll thread once the connection is resumed (connections.c). */
+struct reply_slot {
+	unsigned status;
+	struct MHD_Response *resp;
+};
+
 /* One request, its body read whole (or refused as too large). */
 struct req {
 	struct MHD_Connection *conn;
@@ -84,6 +93,7 @@ struct req {
 	size_t len;
 	bool too_large;
 	struct upload *upload;       /* PUT /remote-workspace/(transfer-)file */
+	struct reply_slot *slot;     /* NULL: queue the reply at once */
 };
 
 /* upload.c: a PUT body streamed to a staging file as it arrives, hashed on
@@ -115,6 +125,7 @@ enum MHD_Result reply_error(struct req *r, unsigned status, const char *fmt, ...
 	__attribute__((format(printf, 3, 4)));
 const char *query(struct req *r, const char *name);
 size_t request_body_limit(struct req *r);
+size_t body_limit(const char *method, const char *url);
 /* Queues resp (then released) with the spec's headers and this type. */
 enum MHD_Result reply_response(struct req *r, unsigned status, struct MHD_Response *resp, const char *type);
 /* Raw bytes from fd (closed when sent), application/octet-stream. */
@@ -141,6 +152,11 @@ int environments_resolve(const char *selector, const char *id, const char *langu
 			 char *revision, size_t rsize, char *env_id, size_t esize, char *msg, size_t msize);
 /* A shared lock on the environment for the run's duration (-1: none). */
 int environments_lease(const char *env_id);
+
+/* connections.c: the epoll threads, a thread per request being answered. */
+struct MHD_Daemon *server_start(int listen_fd);
+long connections_open(void);
+unsigned connections_needed_fds(void);
 
 /* Endpoints. */
 enum MHD_Result route(struct req *r);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,7 +32,6 @@
 #endif
 
 struct server g_server;
-struct MHD_Daemon *server_start(int listen_fd);
 
 static _Noreturn void die(const char *code, const char *fmt, const char *detail)
 {
@@ -213,6 +213,37 @@ static int listen_unix(const struct config *c, char *where, size_t size)
 	return fd;
 }
 
+/* Open files: every connection, and each request in flight with the fds it
+ * holds for its sbx-run (workspace, pipes). The soft limit goes to the
+ * hard one; connections are capped lower if even that is not enough. */
+#define FDS_PER_REQUEST 8
+#define FDS_RESERVE 256
+
+static void raise_fd_limit(struct config *c)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	rlim_t need = (rlim_t)connections_needed_fds() + (rlim_t)c->max_requests * FDS_PER_REQUEST + FDS_RESERVE;
+	if (rl.rlim_cur >= need)
+		return;
+	long long spare = (long long)rl.rlim_cur - (long long)(need - (rlim_t)c->max_connections);
+	if (spare < 16) {
+		char why[160];
+		snprintf(why, sizeof(why), "RLIMIT_NOFILE %llu leaves no room for connections beside %lld requests",
+			 (unsigned long long)rl.rlim_cur, c->max_requests);
+		die("config-invalid", "SCIENCE_AGENT_MAX_REQUESTS: %s", why);
+	}
+	sbx_diag("warning", "connections-capped", NULL,
+		 "RLIMIT_NOFILE %llu: SCIENCE_AGENT_MAX_CONNECTIONS lowered from %lld to %lld",
+		 (unsigned long long)rl.rlim_cur, c->max_connections, spare);
+	c->max_connections = spare;
+}
+
 int main(int argc, char **argv)
 {
 	struct server *s = &g_server;
@@ -265,6 +296,7 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		fd = s->cfg.socket_path[0] ? listen_unix(&s->cfg, where, sizeof(where))
 					   : listen_tcp(&s->cfg, where, sizeof(where));
+	raise_fd_limit(&s->cfg);
 	struct MHD_Daemon *d = server_start(fd);
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");

@@ -1,6 +1,6 @@
-/* server.c — libmicrohttpd glue: bodies read whole (capped), replies with
- * the spec's headers, and the routing of runner-api 2 and 4: GET /health
- * first, then the bearer for everything else, then the path. */
+/* server.c — replies with the spec's headers, request accessors, and the
+ * routing of runner-api 2 and 4: GET /health first, then the bearer for
+ * everything else, then the path. Connections are connections.c's. */
 #include "httpd.h"
 
 #include <errno.h>
@@ -37,6 +37,13 @@ enum MHD_Result reply_response(struct req *r, unsigned status, struct MHD_Respon
 	MHD_add_response_header(resp, "content-type", type);
 	MHD_add_response_header(resp, "cache-control", "no-store");
 	MHD_add_response_header(resp, "x-content-type-options", "nosniff");
+	if (r->slot) { /* answered on the request's own thread: queued on resume */
+		if (r->slot->resp)
+			MHD_destroy_response(r->slot->resp);
+		r->slot->status = status;
+		r->slot->resp = resp;
+		return MHD_YES;
+	}
 	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	return rc;
@@ -228,16 +235,8 @@ enum MHD_Result route(struct req *r)
 	return reply_error(r, 404, "Not found");
 }
 
-struct conn_state {
-	char *body;
-	size_t len, cap;
-	bool too_large;
-	bool unauthorized;           /* no valid bearer in the head: the body is dropped unread */
-	struct upload *upload;       /* a streamed PUT: the body goes to disk */
-};
-
 /* Skill bundles may be 64 MiB; everything else 2,000,000 bytes. */
-static size_t body_limit(const char *method, const char *url)
+size_t body_limit(const char *method, const char *url)
 {
 	return !strcmp(method, "POST") && !strcmp(url, "/skill-packages") ? SKILL_BODY_LIMIT : BODY_LIMIT;
 }
@@ -245,94 +244,4 @@ static size_t body_limit(const char *method, const char *url)
 size_t request_body_limit(struct req *r)
 {
 	return body_limit(r->method, r->path);
-}
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
-{
-	(void)cls;
-	(void)version;
-	struct conn_state *st = *con_cls;
-	if (!st) {
-		if (!(st = calloc(1, sizeof(*st))))
-			return MHD_NO;
-		*con_cls = st;
-		/* The bearer is checked from the head, before a byte of the body is
-		 * kept: an unauthenticated client costs no buffer and no upload. */
-		struct req head = { .conn = conn, .method = method, .path = url };
-		if (!(strcmp(method, "GET") == 0 && strcmp(url, "/health") == 0) && !auth_bearer(&g_server.cfg, &head)) {
-			st->unauthorized = true;
-			return MHD_YES;
-		}
-		if (upload_wanted(method, url) && !(st->upload = upload_begin(conn, url)))
-			return MHD_NO;
-		return MHD_YES;
-	}
-	if (*upload_size) {
-		size_t n = *upload_size;
-		*upload_size = 0;
-		if (st->unauthorized)
-			return MHD_YES; /* read on and drop: the answer is a 401 */
-		if (st->upload) {
-			upload_write(st->upload, upload, n);
-			return MHD_YES;
-		}
-		if (st->too_large || st->len + n > body_limit(method, url)) {
-			st->too_large = true; /* read on and drop: the answer is a 400 */
-			return MHD_YES;
-		}
-		if (st->len + n + 1 > st->cap) {
-			size_t cap = st->cap ? st->cap : 4096;
-			while (cap < st->len + n + 1)
-				cap *= 2;
-			char *grown = realloc(st->body, cap);
-			if (!grown)
-				return MHD_NO;
-			st->body = grown;
-			st->cap = cap;
-		}
-		memcpy(st->body + st->len, upload, n);
-		st->len += n;
-		st->body[st->len] = '\0';
-		return MHD_YES;
-	}
-	struct req r = { .conn = conn, .method = method, .path = url, .body = st->body, .len = st->len,
-			 .too_large = st->too_large, .upload = st->upload };
-	if (st->unauthorized)
-		return reply_error(&r, 401, "Unauthorized");
-	return route(&r);
-}
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
-{
-	(void)cls;
-	(void)conn;
-	(void)code;
-	struct conn_state *st = *con_cls;
-	if (st) {
-		free(st->body);
-		upload_free(st->upload);
-		free(st);
-		*con_cls = NULL;
-	}
-}
-
-/* A connection silent this long (headers, body, keep-alive) is closed; a
- * running execution's handler is not idle and is never cut by it. */
-#define CONNECTION_IDLE_S 30
-
-/* Each connection's buffer: uploads arrive in pieces this size (the 32 KiB
- * default costs a streamed upload half its speed in calls). */
-#define CONNECTION_MEMORY (256u << 10)
-
-/* Thread per connection: a synchronous execution holds its connection for
- * as long as it runs, and a pool would let long runs starve /health. */
-struct MHD_Daemon *server_start(int listen_fd)
-{
-	return MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-					MHD_USE_ERROR_LOG,
-				0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned int)CONNECTION_IDLE_S, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
 }
