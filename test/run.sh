@@ -43,7 +43,7 @@ done
 
 # The deployment runs sandboxes as an unprivileged user: run the sandbox
 # suites again as sbxtest, from a copy it can read wherever this tree lives.
-SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race httpd-remote-node httpd-race"
+SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race httpd-remote-node httpd-race httpd-hostile"
 if [ "$(id -u)" -eq 0 ]; then
     id sbxtest >/dev/null 2>&1 ||
         useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sbxtest

@@ -70,10 +70,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 }
 
 static enum MHD_Result refuse(struct MHD_Connection *conn, const char *method, const char *url, unsigned status,
-			      const char *message)
+			      const char *message, long long cap, const char *variable)
 {
 	struct req r = { .conn = conn, .method = method, .path = url };
-	return reply_error(&r, status, "%s", message);
+	if (!variable)
+		return reply_error(&r, status, "%s", message);
+	return reply_error(&r, status, "%s (%lld, %s); retry later", message, cap, variable);
 }
 
 /* Keeps n body bytes, or counts them as dropped; false: close the connection. */
@@ -129,7 +131,8 @@ static enum MHD_Result dispatch(struct conn_state *st, struct MHD_Connection *co
 {
 	if (atomic_fetch_add(&requests_in_flight, 1) >= g_server.cfg.max_requests) {
 		atomic_fetch_sub(&requests_in_flight, 1);
-		return refuse(conn, method, url, 503, "The runner is answering as many requests as it allows; retry later");
+		return refuse(conn, method, url, 503, "The runner is answering as many requests as it allows",
+			      g_server.cfg.max_requests, "SCIENCE_AGENT_MAX_REQUESTS");
 	}
 	st->r = (struct req){ .conn = conn, .method = method, .path = url, .body = st->body, .len = st->len,
 			      .too_large = st->too_large, .upload = st->upload, .slot = &st->slot };
@@ -147,7 +150,8 @@ static enum MHD_Result dispatch(struct conn_state *st, struct MHD_Connection *co
 		atomic_fetch_sub(&requests_in_flight, 1);
 		st->phase = READING;
 		MHD_resume_connection(conn);
-		return refuse(conn, method, url, 503, "The runner could not start a thread for this request; retry later");
+		return refuse(conn, method, url, 503, "The runner could not start a thread for this request; retry later",
+			      0, NULL);
 	}
 	return MHD_YES;
 }
@@ -165,7 +169,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = st;
 		if (connections_open() > g_server.cfg.max_connections) {
 			st->unauthorized = st->refused = true; /* nothing of the body is kept */
-			return refuse(conn, method, url, 503, "The runner has as many connections open as it allows; retry later");
+			return refuse(conn, method, url, 503, "The runner has as many connections open as it allows",
+				      g_server.cfg.max_connections, "SCIENCE_AGENT_MAX_CONNECTIONS");
 		}
 		/* The bearer is checked from the head, before a byte of the body is
 		 * kept: an unauthenticated client costs no buffer and no upload. */
@@ -194,7 +199,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (st->refused)
 		return MHD_YES;
 	if (st->unauthorized)
-		return refuse(conn, method, url, 401, "Unauthorized");
+		return refuse(conn, method, url, 401, "Unauthorized", 0, NULL);
 	if (health) { /* answered here: it reads two small runner-owned files */
 		struct req r = { .conn = conn, .method = method, .path = url };
 		return route(&r);

@@ -37,6 +37,10 @@ enum MHD_Result reply_response(struct req *r, unsigned status, struct MHD_Respon
 	MHD_add_response_header(resp, "content-type", type);
 	MHD_add_response_header(resp, "cache-control", "no-store");
 	MHD_add_response_header(resp, "x-content-type-options", "nosniff");
+	if (status == 503) { /* a refusal for load: the client retries on a fresh connection */
+		MHD_add_response_header(resp, "connection", "close");
+		MHD_add_response_header(resp, "retry-after", "1");
+	}
 	if (r->slot) { /* answered on the request's own thread: queued on resume */
 		if (r->slot->resp)
 			MHD_destroy_response(r->slot->resp);
