@@ -43,7 +43,8 @@ int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, int s
 		const char *name;
 	} caps[] = { { RLIMIT_FSIZE, plan->file_size_limit, "RLIMIT_FSIZE" },
 		     { RLIMIT_NPROC, plan->max_processes > 0 ? plan->max_processes : -1, "RLIMIT_NPROC" },
-		     { RLIMIT_NOFILE, plan->max_open_files > 0 ? plan->max_open_files : -1, "RLIMIT_NOFILE" } };
+		     { RLIMIT_NOFILE, plan->max_open_files > 0 ? plan->max_open_files : -1, "RLIMIT_NOFILE" },
+		     { RLIMIT_AS, plan->max_address_space > 0 ? plan->max_address_space : -1, "RLIMIT_AS" } };
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		struct rlimit now;
 		if (caps[i].value < 0 || getrlimit(caps[i].resource, &now) != 0)

@@ -94,6 +94,7 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	p->file_size_limit = s->file_size_limit;
 	p->max_processes = s->max_processes;
 	p->max_open_files = s->max_open_files;
+	p->max_address_space = s->max_address_space;
 	sbx_strvec_push(a, probe->bwrap_path);
 	/* Namespaces, no capabilities. --new-session keeps TIOCSTI away from
 	 * the caller's terminal (seccomp refuses it too). The caller kills the

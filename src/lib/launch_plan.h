@@ -26,6 +26,7 @@ struct sbx_launch_plan {
 	long long file_size_limit;     /* RLIMIT_FSIZE for the sandbox, -1: none */
 	long long max_processes;       /* RLIMIT_NPROC, 0: none (set only for a dedicated uid) */
 	long long max_open_files;      /* RLIMIT_NOFILE, 0: none */
+	long long max_address_space;   /* RLIMIT_AS, 0: none */
 };
 
 int sbx_launch_plan_build(const struct sbx_launch_spec *spec, const struct sbx_sandbox_profile *probe,

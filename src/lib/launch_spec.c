@@ -32,6 +32,7 @@ static const struct sbx_json_field spec_fields[] = {
 	{ "fileSizeLimitBytes", SBX_JSON_INTEGER, false, true },
 	{ "maxProcesses", SBX_JSON_INTEGER, false, true },
 	{ "maxOpenFiles", SBX_JSON_INTEGER, false, true },
+	{ "maxAddressSpaceBytes", SBX_JSON_INTEGER, false, true },
 	{ "scratch", SBX_JSON_STRING, false, true },
 	{ "skills", SBX_JSON_OBJECT, false, true },
 };
@@ -293,6 +294,10 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	if ((v = present(doc, "maxOpenFiles")) &&
 	    ((s->max_open_files = json_integer_value(v)) < 0 || (s->max_open_files > 0 && s->max_open_files < 64)))
 		return bad(e, "bad-field", "maxOpenFiles", "must be 0 (no cap) or at least 64");
+	if ((v = present(doc, "maxAddressSpaceBytes")) &&
+	    ((s->max_address_space = json_integer_value(v)) < 0 ||
+	     (s->max_address_space > 0 && s->max_address_space < SBX_ADDRESS_SPACE_MIN)))
+		return bad(e, "bad-field", "maxAddressSpaceBytes", "must be 0 (no cap) or at least 256 MiB (268435456)");
 	if (s->argv.failed || s->env_keys.failed || s->env_values.failed)
 		return bad(e, "internal", "spec", "out of memory");
 	return 0;

@@ -19,6 +19,7 @@
 #define SBX_SHM_SIZE_DEFAULT (64ll << 20) /* /dev/shm, as Docker's default */
 #define SBX_MAX_PROCESSES_DEFAULT 4096  /* per workload uid (a fork bomb stops there) */
 #define SBX_MAX_OPEN_FILES_DEFAULT 4096
+#define SBX_ADDRESS_SPACE_MIN (256ll << 20) /* below it bwrap itself may not start */
 
 struct sbx_launch_spec {
 	struct sbx_strvec argv;
@@ -43,6 +44,7 @@ struct sbx_launch_spec {
 	long long file_size_limit; /* fileSizeLimitBytes: RLIMIT_FSIZE, -1 none */
 	long long max_processes;   /* maxProcesses: RLIMIT_NPROC of the workload's uid, 0 none */
 	long long max_open_files;  /* maxOpenFiles: RLIMIT_NOFILE, 0 none */
+	long long max_address_space; /* maxAddressSpaceBytes: RLIMIT_AS, 0 none */
 	enum sbx_seccomp_profile profile;
 };
 

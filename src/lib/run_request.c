@@ -93,6 +93,33 @@ static int non_negative(const json_t *doc, const char *key, long long dflt, long
 	return *out < 0 ? bad(e, key, "must not be negative") : 0;
 }
 
+static int env_default(const char *name, long long dflt, long long min, long long *out, struct sbx_error *e)
+{
+	const char *v = getenv(name);
+	*out = dflt;
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (errno || *end || end == v || n < 0 || (n && n < min)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-environment", "%s: must be 0 (none) or an integer of at least %lld, not \"%.64s\"",
+			      name, min, v);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+int sbx_run_limit_defaults(struct sbx_run_limits *l, struct sbx_error *e)
+{
+	memset(l, 0, sizeof(*l));
+	return env_default("SBX_DEFAULT_MEMORY_BYTES", SBX_MEMORY_DEFAULT_BYTES, SBX_MEMORY_MIN_BYTES, &l->memory_bytes, e) != 0 ||
+			       env_default("SBX_DEFAULT_PIDS", SBX_PIDS_DEFAULT, 8, &l->pids, e) != 0
+		       ? -1
+		       : 0;
+}
+
 /* The runtime argv of a language (code always arrives on stdin). */
 static json_t *runtime_argv(const char *language, bool managed)
 {
@@ -286,15 +313,22 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 	r->max_output_bytes = (uint64_t)v;
 	if (r->max_output_bytes && r->max_output_bytes < 1024)
 		return bad(e, "maxOutputBytes", "must be 0 (never truncate) or at least 1024");
+	/* Every run is bounded: the defaults apply unless limits says 0 (off). */
 	json_t *limits = json_object_get(doc, "limits");
+	if (sbx_run_limit_defaults(&r->limits, e) != 0)
+		return -1;
 	if (limits && !json_is_null(limits)) {
 		if (sbx_json_validate(limits, limit_fields, COUNT(limit_fields), "limits", e) != 0)
 			return -1;
 		r->limits.requested = true;
-		if (non_negative(limits, "memoryBytes", 0, &r->limits.memory_bytes, e) != 0 ||
-		    non_negative(limits, "pids", 0, &r->limits.pids, e) != 0 ||
+		if (non_negative(limits, "memoryBytes", r->limits.memory_bytes, &r->limits.memory_bytes, e) != 0 ||
+		    non_negative(limits, "pids", r->limits.pids, &r->limits.pids, e) != 0 ||
 		    non_negative(limits, "cpuPercent", 0, &r->limits.cpu_percent, e) != 0)
 			return -1;
+		if (r->limits.memory_bytes && r->limits.memory_bytes < SBX_MEMORY_MIN_BYTES)
+			return bad(e, "limits.memoryBytes", "must be 0 (none) or at least 16 MiB (16777216)");
+		if (r->limits.pids && r->limits.pids < 8)
+			return bad(e, "limits.pids", "must be 0 (none) or at least 8");
 		if (r->limits.cpu_percent > 100 * 1024)
 			return bad(e, "limits.cpuPercent", "at most 102400 (1024 CPUs)");
 	}

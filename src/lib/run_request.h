@@ -13,9 +13,14 @@
 #define SBX_OUTPUT_DEFAULT_BYTES (1ull << 30) /* maxOutputBytes default: 1 GiB */
 #define SBX_CODE_MAX_BYTES (16u << 20)
 
+/* The bounds every run has unless its limits say 0 (sbx-run(1)). */
+#define SBX_MEMORY_DEFAULT_BYTES (8ll << 30)
+#define SBX_MEMORY_MIN_BYTES (16ll << 20)
+#define SBX_PIDS_DEFAULT 4096
+
 struct sbx_run_limits {
-	bool requested;
-	long long memory_bytes, pids, cpu_percent; /* 0: not set */
+	bool requested;             /* the request gave limits: they must hold exactly (a cgroup) */
+	long long memory_bytes, pids, cpu_percent; /* 0: none */
 };
 
 /* Caps on what a worker may say and leave (sbx-run(1) lists the defaults
@@ -52,6 +57,10 @@ struct sbx_run_request {
 	int chips[64];              /* devices.chips, sorted and unique */
 	size_t n_chips;
 };
+
+/* The default bounds: SBX_DEFAULT_MEMORY_BYTES and SBX_DEFAULT_PIDS (0:
+ * none) or the built-in ones; a bad value is an error naming it (exit 2). */
+int sbx_run_limit_defaults(struct sbx_run_limits *l, struct sbx_error *e);
 
 /* Parses and validates; the error names the field (exit 2). */
 int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_error *e);

@@ -69,7 +69,8 @@ static json_t *spec_for_child(const json_t *spec, int first, int *fds, size_t *n
 	return copy;
 }
 
-int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd, int channel_fd,
+int sbx_sandbox_start(const char *launch, const json_t *spec, const int *cgroup_procs_fds, size_t n_cgroup_procs,
+		      int channel_fd,
 		      struct sbx_sandbox *sb, struct sbx_error *e)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 }, plan[2] = { -1, -1 };
@@ -104,7 +105,7 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_f
 	struct sbx_spawn s = { .argv = channel_fd >= 0 ? argv_with : argv_without, .stdin_fd = in[0],
 			       .stdout_fd = out[1], .stderr_fd = err[1], .extra_fds = channel_fd >= 0 ? with : without,
 			       .n_extra = base + n_dirs, .new_session = true, .die_with_parent = true,
-			       .cgroup_procs_fd = cgroup_procs_fd };
+			       .cgroup_procs_fds = cgroup_procs_fds, .n_cgroup_procs = n_cgroup_procs };
 	sb->pid = sbx_spawn_start(&s, NULL, e);
 	if (sb->pid < 0)
 		goto fail;

@@ -26,10 +26,11 @@ struct sbx_sandbox {
 	size_t info_len;
 };
 
-/* Starts `launch` (sbx-launch) on spec. cgroup_procs_fd > 0: joined first.
- * channel_fd >= 0: the sandbox's end of the worker channel. */
-int sbx_sandbox_start(const char *launch, const json_t *spec, int cgroup_procs_fd, int channel_fd,
-		      struct sbx_sandbox *sb, struct sbx_error *e);
+/* Starts `launch` (sbx-launch) on spec. Each of the n cgroup.procs fds
+ * > 0 is joined first. channel_fd >= 0: the sandbox's end of the worker
+ * channel. */
+int sbx_sandbox_start(const char *launch, const json_t *spec, const int *cgroup_procs_fds, size_t n_cgroup_procs,
+		      int channel_fd, struct sbx_sandbox *sb, struct sbx_error *e);
 /* sbx-launch's plan ({argv, env, cwd, ...}, its --dry-run record), written
  * just before bwrap starts; NULL when the launch refused (it said why on
  * stderr). */

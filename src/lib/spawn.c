@@ -44,8 +44,9 @@ static _Noreturn void child_exec(const struct sbx_spawn *s, int devnull, int rep
 		setpgid(0, 0);
 	if (s->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (s->cgroup_procs_fd > 0 && write(s->cgroup_procs_fd, "0", 1) != 1)
-		goto fail;
+	for (size_t i = 0; i < s->n_cgroup_procs; i++)
+		if (s->cgroup_procs_fds[i] > 0 && write(s->cgroup_procs_fds[i], "0", 1) != 1)
+			goto fail;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);

@@ -8,10 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A connection silent this long (headers, body, keep-alive) is closed; a
- * request being answered is suspended, never idle, and never cut by it. */
-#define CONNECTION_IDLE_S 30
-
 /* Each connection's buffer: uploads arrive in pieces this size (the 32 KiB
  * default costs a streamed upload half its speed in calls). The pool is
  * mapped, so an idle connection costs only the pages its head touched. */

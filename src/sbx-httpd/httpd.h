@@ -153,7 +153,10 @@ int environments_resolve(const char *selector, const char *id, const char *langu
 /* A shared lock on the environment for the run's duration (-1: none). */
 int environments_lease(const char *env_id);
 
-/* connections.c: the epoll threads, a thread per request being answered. */
+/* connections.c: the epoll threads, a thread per request being answered.
+ * A connection silent CONNECTION_IDLE_S (headers, body, keep-alive) is
+ * closed; a request being answered is suspended, never idle. */
+#define CONNECTION_IDLE_S 30
 struct MHD_Daemon *server_start(int listen_fd);
 long connections_open(void);
 unsigned connections_needed_fds(void);
@@ -161,6 +164,7 @@ unsigned connections_needed_fds(void);
 /* Endpoints. */
 enum MHD_Result route(struct req *r);
 enum MHD_Result handle_health(struct req *r);
+void info_limits_init(void);
 enum MHD_Result handle_status(struct req *r);
 enum MHD_Result handle_resources(struct req *r);
 enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);

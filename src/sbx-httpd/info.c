@@ -3,6 +3,9 @@
  * (persistent kernels are rejected, so there are none), and the answers of
  * features this build does not have. */
 #include "httpd.h"
+#include "../lib/cgroup_limits.h"
+#include "../lib/diag.h"
+#include "../lib/launch_spec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +13,28 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Every execution's default bounds and what holds them on this host,
+ * worked out once at startup (sbx-run applies the same defaults). */
+static json_t *default_limits;
+
+void info_limits_init(void)
+{
+	struct sbx_run_limits l;
+	struct sbx_error e;
+	if (sbx_run_limit_defaults(&l, &e) != 0)
+		sbx_die(&e);
+	enum sbx_cgroup_mode mode = sbx_cgroup_probe(&l);
+	const struct config *c = &g_server.cfg;
+	default_limits = json_pack(
+		"{s:s,s:I,s:I,s:i,s:i,s:s,s:I,s:I,s:b,s:I,s:I,s:I}", "mode",
+		l.memory_bytes || l.pids ? sbx_cgroup_mode_name(mode) : "none", "memoryBytes", (json_int_t)l.memory_bytes,
+		"processes", (json_int_t)l.pids, "perUidProcesses", SBX_MAX_PROCESSES_DEFAULT, "openFiles",
+		SBX_MAX_OPEN_FILES_DEFAULT, "fileSizeBytes", "remaining maxWorkspaceBytes + 1", "tmpBytes",
+		(json_int_t)SBX_TMP_SIZE_DEFAULT, "shmBytes", (json_int_t)SBX_SHM_SIZE_DEFAULT, "devReadOnly", 1,
+		"maxConnections", (json_int_t)c->max_connections, "maxRequests", (json_int_t)c->max_requests,
+		"connectionIdleMs", (json_int_t)CONNECTION_IDLE_S * 1000);
+}
 
 enum MHD_Result handle_health(struct req *r)
 {
@@ -30,6 +55,7 @@ enum MHD_Result handle_health(struct req *r)
 		npu_capability(), "runnerVersion", s->version, "platform", "linux",
 		"sandbox", "bubblewrap", "sandboxNetwork", network, "scientificEnvs", envs, "seccompBaseline",
 		"multiarch-v1-profile-aware", "status", "ok", "workerConcurrency");
+	json_object_set(body, "limits", default_limits);
 	return reply_json(r, 200, body);
 }
 

@@ -297,6 +297,7 @@ int main(int argc, char **argv)
 		fd = s->cfg.socket_path[0] ? listen_unix(&s->cfg, where, sizeof(where))
 					   : listen_tcp(&s->cfg, where, sizeof(where));
 	raise_fd_limit(&s->cfg);
+	info_limits_init();
 	struct MHD_Daemon *d = server_start(fd);
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");

@@ -263,6 +263,8 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 				json_object_get(res, "startedAt"), "stderr", json_object_get(res, "stderr"), "stdout",
 				json_object_get(res, "stdout"), "workingDirectory",
 				json_object_get(res, "workingDirectory"));
+	if (json_is_object(json_object_get(res, "limits"))) /* the bounds that held, and by what */
+		json_object_set(out, "limits", json_object_get(res, "limits"));
 	if (!out) {
 		json_decref(ref);
 		return NULL;

@@ -242,9 +242,10 @@ static json_t *dry_run_record(const struct sbx_launch_spec *spec, const struct s
 		json_array_append_new(binds, json_pack("{s:i,s:o}", "fd", SBX_BIND_FD_FIRST + (int)i, "path",
 						       sbx_json_string_lossy(plan->bind_name[i])));
 	json_object_set_new(out, "binds", binds);
-	json_object_set_new(out, "rlimits", json_pack("{s:I,s:I,s:I}", "processes", (json_int_t)plan->max_processes,
+	json_object_set_new(out, "rlimits", json_pack("{s:I,s:I,s:I,s:I}", "processes", (json_int_t)plan->max_processes,
 						      "openFiles", (json_int_t)plan->max_open_files, "fileSize",
-						      (json_int_t)plan->file_size_limit));
+						      (json_int_t)plan->file_size_limit, "addressSpace",
+						      (json_int_t)plan->max_address_space));
 	return out;
 }
 

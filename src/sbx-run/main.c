@@ -10,6 +10,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
+#include "../lib/launch_spec.h"
 #include "../lib/quota.h"
 #include "../lib/quota_watch.h"
 #include "../lib/run_as.h"
@@ -96,7 +97,9 @@ static int cancel(const char *dir)
  * chown and setuid/setgid to hand the workspace to the workload's uid,
  * dac_read_search to walk and snapshot what it wrote, fowner to clear the
  * set-id bits it left, kill to stop it, setpcap so the egress gateway it
- * starts can empty its bounding set before it drops to the sandbox uid. */
+ * starts can empty its bounding set before it drops to the sandbox uid;
+ * dac_override is only permitted, raised just to create the run's cgroups
+ * (a v1 hierarchy's root is mode 0555) and gone for good after. */
 static int isolate(struct run *r, struct sbx_error *e)
 {
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -106,11 +109,25 @@ static int isolate(struct run *r, struct sbx_error *e)
 	capng_clear(CAPNG_SELECT_BOTH);
 	if (capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET, CAP_CHOWN,
 			  CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_SETPCAP, -1) != 0 ||
-	    capng_apply(CAPNG_SELECT_BOTH) != 0) {
+	    capng_update(CAPNG_ADD, CAPNG_PERMITTED, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_BOTH) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot narrow the supervisor's capabilities");
 		return -1;
 	}
 	return 0;
+}
+
+/* The run's cgroups, made with dac_override raised; then it is dropped. */
+static int create_cgroups(struct run *r, struct sbx_error *e)
+{
+	if (!r->dev_mode && (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_CAPS) != 0))
+		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot raise dac_override for the cgroups"), -1;
+	int rc = sbx_cgroup_create(r->req.execution_id, &r->req.limits, &r->cg, e);
+	if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_DAC_OVERRIDE) != 0 ||
+			     capng_apply(CAPNG_SELECT_CAPS) != 0)) {
+		sbx_cgroup_remove(&r->cg);
+		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot drop dac_override"), -1;
+	}
+	return rc;
 }
 
 /* `sbx-run verify --key-file K [EVENTS|-]`: where a signed stream breaks. */
@@ -245,13 +262,18 @@ static int execute(struct run *r, struct sbx_error *e)
 	if (r->req.max_workspace_bytes)
 		json_object_set_new(r->req.spec, "fileSizeLimitBytes",
 				    json_integer((json_int_t)(r->req.max_workspace_bytes - r->quota_bytes) + 1));
-	if (r->req.limits.requested && sbx_cgroup_create(r->req.execution_id, &r->req.limits, &r->cg, e) != 0)
+	if (create_cgroups(r, e) != 0)
 		return fail(r, e);
+	/* No cgroup to hold the memory bound: the address space stands in. */
+	if (r->cg.mode == SBX_CGROUP_NONE && r->req.limits.memory_bytes > 0)
+		json_object_set_new(r->req.spec, "maxAddressSpaceBytes",
+				    json_integer((json_int_t)(r->req.limits.memory_bytes > SBX_ADDRESS_SPACE_MIN
+								  ? r->req.limits.memory_bytes : SBX_ADDRESS_SPACE_MIN)));
 	if (run_devices_attach(r, e) != 0)
 		return fail(r, e);
 	if (sbx_snap_scan_at(r->req.ws.fd, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
-	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, r->worker.sandbox_end, &r->sb, e) != 0)
+	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, SBX_CG_DIRS, r->worker.sandbox_end, &r->sb, e) != 0)
 		return fail(r, e);
 	close(r->worker.sandbox_end);
 	r->worker.sandbox_end = -1;
@@ -393,7 +415,8 @@ int main(int argc, char **argv)
 	r->reserve_ms = 15000;
 	r->worker.fd = r->worker.sandbox_end = r->worker.scratch_fd = -1;
 	r->lease_fd = -1;
-	r->cg.procs_fd = -1;
+	for (int i = 0; i < SBX_CG_DIRS; i++)
+		r->cg.procs_fd[i] = -1;
 	r->egress_lock_fd = -1;
 	r->egress_idle_s = 300;
 	opterr = 0;

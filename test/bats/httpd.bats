@@ -26,8 +26,15 @@ teardown() { httpd_teardown; }
     assert_line --partial "cache-control: no-store"
     assert_line --partial "x-content-type-options: nosniff"
     body=$(curl -sS "$BASE/health")
-    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionTimeoutMs","executionUser","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","workerConcurrency"]' ]
+    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionTimeoutMs","executionUser","limits","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","workerConcurrency"]' ]
     [ "$(jq -c .sandboxNetwork <<< "$body")" = '{"available":true,"modes":["none","domain-allowlist"]}' ]
+    # Every execution's default bounds, and what holds them on this host.
+    [ "$(jq -c '.limits | [.memoryBytes, .processes, .openFiles, .shmBytes, .devReadOnly, .maxConnections, .maxRequests]' <<< "$body")" = '[8589934592,4096,4096,67108864,true,4096,512]' ]
+    if [ "$(id -u)" -eq 0 ] && grep -q ' - cgroup cgroup .*memory' /proc/self/mountinfo; then
+        [ "$(jq -r .limits.mode <<< "$body")" = cgroup-v1 ]
+    else
+        [[ "$(jq -r .limits.mode <<< "$body")" =~ ^(rlimit|cgroup-v2)$ ]]
+    fi
     [[ "$(jq -r .runnerVersion <<< "$body")" =~ ^([0-9a-f]{8}(-dirty)?|unknown)$ ]]
     # Compact JSON plus one newline.
     [ "$(curl -sS "$BASE/health" | tail -c 1 | od -An -c | tr -d ' ')" = '\n' ]
@@ -88,6 +95,9 @@ teardown() { httpd_teardown; }
     [ "$(r .networkPolicy)" = none ] && [ "$(r .networkAccessRevision)" = none ] && [ "$(r .sandbox)" = bubblewrap ]
     [[ "$(r .workspaceSnapshot.digest)" =~ ^sha256:[0-9a-f]{64}$ ]] && [ "$(r .workspaceSnapshot.pool)" = agent-state ]
     [ "$(r .environmentVariables.HOME)" = /tmp ]
+    # The bounds that held it, as /health announces them.
+    [ "$(r .limits.memoryBytes) $(r .limits.pids)" = "8589934592 4096" ]
+    [ "$(r .limits.mode)" = "$(curl -sS "$BASE/health" | jq -r .limits.mode)" ]
 }
 
 @test "POST /execute runs Python; R is refused without environments" {

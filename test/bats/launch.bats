@@ -263,5 +263,5 @@ PY
     run pgrep -u "$(expected_uid)" -f "sleep 30"
     assert_failure
     run --separate-stderr sbx-launch --dry-run - <<<"$(spec_sh true '{"maxProcesses":0,"maxOpenFiles":128}')"
-    assert_equal "$(jq -c .rlimits <<<"$output")" '{"processes":0,"openFiles":128,"fileSize":-1}'
+    assert_equal "$(jq -c .rlimits <<<"$output")" '{"processes":0,"openFiles":128,"fileSize":-1,"addressSpace":0}'
 }

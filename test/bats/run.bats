@@ -267,15 +267,75 @@ r() { jq -r "$1" <<<"$result"; }
     [ "$(r .stdout)" = again ]
 }
 
-@test "limits: refused with a clear error where no cgroup v2 subtree is delegated" {
+# v1_writable: this host has cgroup v1 memory and pids hierarchies and we are root.
+v1_writable() {
+    [ "$(id -u)" -eq 0 ] && awk '$9 == "cgroup" && $NF ~ /(^|,)memory(,|$)/ { m = 1 } $9 == "cgroup" && $NF ~ /(^|,)pids(,|$)/ { p = 1 } END { exit !(m && p) }' /proc/self/mountinfo
+}
+
+@test "limits: refused with a clear error where no cgroup is writable (explicit limits must hold exactly)" {
     root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
     if [ -n "$root" ] && grep -qw memory "$root/cgroup.subtree_control" 2>/dev/null; then
         skip "this host delegates cgroup v2 memory control"
     fi
+    v1_writable && skip "root on a cgroup v1 host: the v1 hierarchies hold the limits"
     sbx_run lim shell 'echo ran' '{"limits":{"memoryBytes":100000000}}'
     assert_failure 4
-    [[ "$(r .error)" == *"does not delegate a writable cgroup v2 subtree with the memory controller"* ]]
+    [[ "$(r .error)" == *"neither a writable cgroup v2 subtree"*"nor writable cgroup v1 hierarchies"* ]]
     [ "$(r .stdout)" = "" ]
+}
+
+@test "limits: cgroup v1 memory and pids hierarchies hold them as root; an allocation past memoryBytes is OOM-killed" {
+    v1_writable || skip "needs root and cgroup v1 memory and pids hierarchies"
+    sbx_run v1a shell 'python3 -c "x = bytearray(300 << 20)" && echo allocated' '{"limits":{"memoryBytes":100000000,"pids":64}}'
+    [ "$(r .limits.mode)" = cgroup-v1 ]
+    [ "$(r .limits.oomKilled)" = true ]
+    [[ "$(r .stdout)" != *allocated* ]]
+    # The same allocation under the default bound (8 GiB) succeeds.
+    sbx_run v1b shell 'python3 -c "x = bytearray(300 << 20)" && echo allocated'
+    assert_success
+    [ "$(r .stdout)" = allocated ]
+    [ "$(r .limits.mode)" = cgroup-v1 ]
+    [ "$(r .limits.memoryBytes)" = 8589934592 ]
+    [ "$(r .limits.pids)" = 4096 ]
+    [ "$(r .limits.oomKilled)" = false ]
+    # Nothing of either run's cgroups is left.
+    [ -z "$(find /sys/fs/cgroup/memory /sys/fs/cgroup/pids -maxdepth 5 -type d -name 'sbx-*-v1[ab]')" ]
+}
+
+@test "limits: a fork bomb stops at limits.pids (cgroup v1 pids.max) and the run still ends" {
+    v1_writable || skip "needs root and cgroup v1 memory and pids hierarchies"
+    cat > "$WS/bomb.py" <<'PY'
+import os, signal, time
+kids = []
+try:
+    for _ in range(200):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+except OSError:
+    pass
+print("started", len(kids), flush=True)
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+PY
+    sbx_run v1c shell 'python3 bomb.py' '{"limits":{"pids":32}}'
+    [ "$(r .limits.mode)" = cgroup-v1 ]
+    started=$(r .stdout | awk '/^started/ { print $2 }')
+    [ -n "$started" ] && [ "$started" -lt 32 ] || fail "started ${started:-?} of 200 under pids 32: $(r .stdout) $(r .stderr)"
+}
+
+@test "limits: with no writable cgroup the default memory bound falls back to RLIMIT_AS and says so" {
+    v1_writable && skip "root on a cgroup v1 host: a cgroup holds the default"
+    sbx_run rl1 shell 'ulimit -v'
+    assert_success
+    [ "$(r .stdout)" = 8388608 ]
+    [ "$(r .limits.mode)" = rlimit ]
+    [[ "$(r .limits.note)" == *RLIMIT_AS* ]]
+    # limits.memoryBytes 0 turns the bound off.
+    sbx_run rl2 shell 'ulimit -v' '{"limits":{"memoryBytes":0,"pids":0}}'
+    [ "$(r .stdout)" = unlimited ]
 }
 
 @test "limits: written to the delegated cgroup named by SBX_CGROUP_ROOT and reported" {
@@ -291,12 +351,14 @@ r() { jq -r "$1" <<<"$result"; }
     [ "$(r .limits.memoryBytes)" = 100000000 ]
     [ "$(r .limits.pids)" = 64 ]
     [ "$(r .limits.cpuPercent)" = 150 ]
-    [ "$(cat "$cg/sbx-lim2/memory.max")" = 100000000 ]
-    [ "$(cat "$cg/sbx-lim2/memory.swap.max")" = 0 ]
-    [ "$(cat "$cg/sbx-lim2/pids.max")" = 64 ]
-    [ "$(cat "$cg/sbx-lim2/cpu.max")" = "150000 100000" ]
+    d=$(echo "$cg"/sbx-*-lim2)
+    [ -d "$d" ]
+    [ "$(cat "$d/memory.max")" = 100000000 ]
+    [ "$(cat "$d/memory.swap.max")" = 0 ]
+    [ "$(cat "$d/pids.max")" = 64 ]
+    [ "$(cat "$d/cpu.max")" = "150000 100000" ]
     # The sandbox's first process joined it before exec.
-    [ "$(cat "$cg/sbx-lim2/cgroup.procs")" = 0 ]
+    [ "$(cat "$d/cgroup.procs")" = 0 ]
 }
 
 @test "set-uid and set-gid bits are cleared after the run and counted; the workspace can come as fd:N" {
