@@ -61,7 +61,8 @@ struct gateway {
 	bool via_proxy;
 	int connect_timeout_ms, idle_ms, lifetime_ms;
 	int max_tunnels;
-	uid_t peer_uid;              /* besides root and our own uid; -1: any */
+	uid_t peer_uid;              /* besides root and our own uid; -1: none */
+	gid_t peer_gid;              /* a peer whose gid this is may speak too; -1: none */
 	atomic_int active;
 	atomic_llong last_activity_ms;
 	int log_fd;                  /* -1: no audit log */

@@ -125,7 +125,8 @@ static int hold_alive_lock(const struct options *o, struct sbx_error *e)
 	return fd;
 }
 
-/* Binds the socket 0600 (a stale socket is replaced, anything else kept). */
+/* Binds the socket 0600, 0660 with an owner group (a stale socket is
+ * replaced, anything else kept). */
 static int listen_unix(const struct options *o, struct stat *bound, struct sbx_error *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -139,7 +140,7 @@ static int listen_unix(const struct options *o, struct stat *bound, struct sbx_e
 		unlink(o->socket_path); /* stale: we hold the alive lock */
 	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	mode_t old = umask(0177);
+	mode_t old = umask(o->owner_gid >= 0 ? 0117 : 0177); /* 0660 for the owner's group */
 	int rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
 	if (rc == 0 && o->owner_uid >= 0 && chown(o->socket_path, (uid_t)o->owner_uid, (gid_t)o->owner_gid) != 0)
@@ -246,14 +247,16 @@ static void *connection_thread(void *arg)
 	return NULL;
 }
 
-/* Only our own uid, root, and the --socket-owner may speak to us. */
+/* Only our own uid, root, and the --socket-owner (its uid, or its group:
+ * each workspace's uid shares the sandbox gid) may speak to us. */
 static bool peer_allowed(const struct gateway *g, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
 		return false;
-	return cred.uid == 0 || cred.uid == geteuid() || (g->peer_uid != (uid_t)-1 && cred.uid == g->peer_uid);
+	return cred.uid == 0 || cred.uid == geteuid() || (g->peer_uid != (uid_t)-1 && cred.uid == g->peer_uid) ||
+	       (g->peer_gid != (gid_t)-1 && cred.gid == g->peer_gid);
 }
 
 static void accept_one(struct gateway *g, int listener, pthread_attr_t *attr)
@@ -337,6 +340,7 @@ int gateway_main(int argc, char **argv)
 	pthread_mutex_init(&g.log_lock, NULL);
 	parse_options(argc, argv, &o, &g);
 	g.peer_uid = o.owner_uid >= 0 ? (uid_t)o.owner_uid : (uid_t)-1;
+	g.peer_gid = o.owner_gid >= 0 ? (gid_t)o.owner_gid : (gid_t)-1;
 	if (sbx_run_as_resolve(o.drop_to, &who, &e) != 0) {
 		sbx_error_prefix(&e, "--drop-to");
 		sbx_die(&e);

@@ -1,4 +1,4 @@
-/* connections.c — the daemon's clients: two epoll threads read every head
+/* connections.c — the daemon's clients: two poll threads read every head
  * and body; a request that may wait (an execution, a stage) is answered on
  * its own thread while its connection is suspended. Caps on connections,
  * requests in flight, body pace and dropped bytes bound what clients cost. */
@@ -13,11 +13,20 @@
  * mapped, so an idle connection costs only the pages its head touched. */
 #define CONNECTION_MEMORY (256u << 10)
 
-/* Epoll threads: they only move bytes and never wait on anything. */
+/* Poll threads: they only move bytes and never wait on anything. poll,
+ * not epoll: libmicrohttpd 0.9.75's edge-triggered epoll misses the FIN
+ * of a client that closes right after a partial request, and holds that
+ * connection until its idle timeout (80 such clients kept a 48-fd daemon
+ * unreachable for minutes); level-triggered poll sees it at once. */
 #define IO_THREADS 2
 
-/* Connections past max_connections still get their 503 up to this many. */
-#define REFUSAL_RESERVE 64
+/* Connections past max_connections still get their 503: up to a quarter
+ * more, at most 64. */
+static unsigned refusal_reserve(void)
+{
+	long long quarter = g_server.cfg.max_connections / 4 + 1;
+	return (unsigned)(quarter < 64 ? quarter : 64);
+}
 
 /* A body still arriving after this long must average BODY_MIN_RATE bytes/s. */
 #define BODY_GRACE_MS 30000
@@ -221,10 +230,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 struct MHD_Daemon *server_start(int listen_fd)
 {
-	return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
+	return MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
 				NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
 				(unsigned int)IO_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-				(unsigned int)(g_server.cfg.max_connections + REFUSAL_RESERVE),
+				(unsigned int)g_server.cfg.max_connections + refusal_reserve(),
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
 				on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_IDLE_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
@@ -232,5 +241,5 @@ struct MHD_Daemon *server_start(int listen_fd)
 
 unsigned connections_needed_fds(void)
 {
-	return (unsigned)(g_server.cfg.max_connections + REFUSAL_RESERVE);
+	return (unsigned)g_server.cfg.max_connections + refusal_reserve();
 }

@@ -79,7 +79,7 @@ struct server {
 extern struct server g_server;
 
 /* A reply made on a request's own thread, queued by the connection's
- * epoll thread once the connection is resumed (connections.c). */
+ * poll thread once the connection is resumed (connections.c). */
 struct reply_slot {
 	unsigned status;
 	struct MHD_Response *resp;
@@ -153,7 +153,7 @@ int environments_resolve(const char *selector, const char *id, const char *langu
 /* A shared lock on the environment for the run's duration (-1: none). */
 int environments_lease(const char *env_id);
 
-/* connections.c: the epoll threads, a thread per request being answered.
+/* connections.c: the poll threads, a thread per request being answered.
  * A connection silent CONNECTION_IDLE_S (headers, body, keep-alive) is
  * closed; a request being answered is suspended, never idle. */
 #define CONNECTION_IDLE_S 30

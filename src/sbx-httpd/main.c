@@ -213,9 +213,11 @@ static int listen_unix(const struct config *c, char *where, size_t size)
 	return fd;
 }
 
-/* Open files: every connection, and each request in flight with the fds it
- * holds for its sbx-run (workspace, pipes). The soft limit goes to the
- * hard one; connections are capped lower if even that is not enough. */
+/* Open files: every connection (and the few past the cap that carry a
+ * 503), and each request in flight with the fds it holds for its sbx-run
+ * (workspace, pipes), beside the daemon's own. The soft limit goes to the
+ * hard one; where even that is short, both caps shrink to fit, with a
+ * warning, rather than the daemon failing at its first busy moment. */
 #define FDS_PER_REQUEST 8
 #define FDS_RESERVE 256
 
@@ -228,20 +230,19 @@ static void raise_fd_limit(struct config *c)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	rlim_t need = (rlim_t)connections_needed_fds() + (rlim_t)c->max_requests * FDS_PER_REQUEST + FDS_RESERVE;
-	if (rl.rlim_cur >= need)
+	long long limit = rl.rlim_cur > (rlim_t)1 << 30 ? 1 << 30 : (long long)rl.rlim_cur;
+	if (limit >= (long long)connections_needed_fds() + c->max_requests * FDS_PER_REQUEST + FDS_RESERVE)
 		return;
-	long long spare = (long long)rl.rlim_cur - (long long)(need - (rlim_t)c->max_connections);
-	if (spare < 16) {
-		char why[160];
-		snprintf(why, sizeof(why), "RLIMIT_NOFILE %llu leaves no room for connections beside %lld requests",
-			 (unsigned long long)rl.rlim_cur, c->max_requests);
-		die("config-invalid", "SCIENCE_AGENT_MAX_REQUESTS: %s", why);
-	}
+	long long own = limit > 4 * FDS_RESERVE ? FDS_RESERVE : limit / 3, room = limit - own;
+	long long requests = room / (2 * FDS_PER_REQUEST), was_c = c->max_connections, was_r = c->max_requests;
+	if (requests < c->max_requests)
+		c->max_requests = requests > 1 ? requests : 1;
+	long long conns = (room - c->max_requests * FDS_PER_REQUEST) * 4 / 5;
+	if (conns < c->max_connections)
+		c->max_connections = conns > 4 ? conns : 4;
 	sbx_diag("warning", "connections-capped", NULL,
-		 "RLIMIT_NOFILE %llu: SCIENCE_AGENT_MAX_CONNECTIONS lowered from %lld to %lld",
-		 (unsigned long long)rl.rlim_cur, c->max_connections, spare);
-	c->max_connections = spare;
+		 "RLIMIT_NOFILE %lld: SCIENCE_AGENT_MAX_CONNECTIONS %lld -> %lld, SCIENCE_AGENT_MAX_REQUESTS %lld -> %lld",
+		 limit, was_c, c->max_connections, was_r, c->max_requests);
 }
 
 int main(int argc, char **argv)

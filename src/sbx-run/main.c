@@ -18,6 +18,7 @@
 #include "../lib/snap_store.h"
 #include "../lib/spawn.h"
 #include "../lib/workspace_owner.h"
+#include "../lib/workspace_uid.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -113,6 +114,31 @@ static int isolate(struct run *r, struct sbx_error *e)
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot narrow the supervisor's capabilities");
 		return -1;
 	}
+	return 0;
+}
+
+/* Who the workload runs as: as root, the workspace's own uid from
+ * SBX_UID_RANGE (with the shared sandbox gid, which reaches the data
+ * root), handed to sbx-launch as SBX_RUN_AS; otherwise the shared one. */
+static int workload_identity(struct run *r, const struct sbx_run_as *who, struct sbx_run_as *out, struct sbx_error *e)
+{
+	struct sbx_uid_range range;
+	char data[PATH_MAX], registry[PATH_MAX + 32], value[32];
+	*out = *who;
+	if (!who->switch_user)
+		return 0;
+	if (sbx_uid_range_from_env(&range, who->uid, e) != 0)
+		return -1;
+	if (!range.count)
+		return 0;
+	if (sbx_data_dir(data, sizeof(data)) != 0 ||
+	    snprintf(registry, sizeof(registry), "%s/workspace-uids", data) >= (int)sizeof(registry))
+		return sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long"), -1;
+	if (sbx_workspace_uid(registry, r->req.ws.fd, &range, &out->uid, e) != 0)
+		return -1;
+	snprintf(value, sizeof(value), "%u:%u", (unsigned)out->uid, (unsigned)out->gid);
+	setenv("SBX_RUN_AS", value, 1);
+	r->workload_uid = (long long)out->uid;
 	return 0;
 }
 
@@ -418,6 +444,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < SBX_CG_DIRS; i++)
 		r->cg.procs_fd[i] = -1;
 	r->egress_lock_fd = -1;
+	r->workload_uid = -1;
 	r->egress_idle_s = 300;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -513,9 +540,9 @@ int main(int argc, char **argv)
 	r->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	/* 3. The worker's scratch and channel, provenance, then the run. */
-	struct sbx_run_as who;
-	if (sbx_run_as_resolve(NULL, &who, &e) != 0 ||
-	    worker_open(r, who.uid, who.gid, who.switch_user, &e) != 0 || run_egress_acquire(r, &who, &e) != 0)
+	struct sbx_run_as who, workload;
+	if (sbx_run_as_resolve(NULL, &who, &e) != 0 || workload_identity(r, &who, &workload, &e) != 0 ||
+	    worker_open(r, workload.uid, workload.gid, who.switch_user, &e) != 0 || run_egress_acquire(r, &who, &e) != 0)
 		fail(r, &e);
 	else if (record_spec(r, &e) != 0)
 		fail(r, &e);

@@ -110,6 +110,7 @@ json_t *run_result(struct run *r)
 	json_object_set_new(res, "deadline", r->timed_out ? json_string(r->stopped_for_platform ? "platform" : "timeoutMs")
 							 : json_null());
 	json_object_set_new(res, "setIdBitsCleared", json_integer(r->setid_cleared));
+	json_object_set_new(res, "workspaceUid", r->workload_uid >= 0 ? json_integer(r->workload_uid) : json_null());
 	json_object_set_new(res, "quarantinedDirectories", json_integer(r->setid_quarantined));
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)

@@ -50,6 +50,7 @@ struct run {
 	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
 	uint64_t quota_bytes;
 	long setid_cleared;     /* set-uid/set-gid bits cleared after the run */
+	long long workload_uid; /* the workspace's own uid (SBX_UID_RANGE), -1: the shared or caller's */
 	long setid_quarantined; /* directories too deep to clear, made root's and mode 0 */
 	json_t *snapshot;          /* the sbx-snap receipt, or null */
 	char error[1024];          /* the failure's message, "" when none */

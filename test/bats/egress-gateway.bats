@@ -323,8 +323,11 @@ assert_confined() {
     pid=$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $sock")
     # sbx-run keeps CAP_SETPCAP for this: the gateway empties its bounding set.
     assert_confined "$pid" "$(expected_uid)" "$(expected_uid)"
-    # Its socket stays the workload's, and a second run is still served.
-    assert_equal "$(stat -c '%u %a' "$sock")" "$(expected_uid) 600"
+    # The workload ran as its workspace's own uid, not the gateway's: the
+    # socket is the sandbox group's (0660) and the gateway admits that gid.
+    ws_uid=$(tail -n 1 <<< "$output" | jq -r .result.workspaceUid)
+    [ "$ws_uid" -ge 2000000000 ] && [ "$ws_uid" != "$(expected_uid)" ] || fail "workspace uid $ws_uid"
+    assert_equal "$(stat -c '%u %g %a' "$sock")" "$(expected_uid) $(expected_uid) 660"
     run --separate-stderr sbx-run --no-snapshot --state-dir "$WORK/state" --egress-dir "$WORK/eg" \
         --egress-resolve "api.test:$PORT:127.0.0.1" - <<< "$(jq -c '.executionId = "conf2"' <<< "$request")"
     assert_success

@@ -51,7 +51,7 @@ release() {
     signed /execute-shell "$(shell_request idle-1 'echo alive')"
     [ "$status_code" = 200 ] || fail "$output"
     [ "$(jq -r .stdout <<< "$output")" = alive ]
-    # The main thread and two epoll threads; a request's thread has ended.
+    # The main thread and two poll threads; a request's thread has ended.
     [ "$(threads)" -le 4 ] || fail "$(threads) threads"
     release
 }
@@ -119,4 +119,26 @@ PY
     [ "$output" -ge 16 ] || fail "cut off after $output MiB"
     run curl -sS -o /dev/null -w '%{http_code}' "$BASE/health"
     assert_output 200
+}
+
+@test "clients that hang up mid-request free their slots at once, not at the idle timeout" {
+    httpd_stop
+    httpd_start SCIENCE_AGENT_MAX_CONNECTIONS=16
+    run python3 - "$PORT" <<'PY'
+import socket, sys
+held = []
+for i in range(80):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n")  # half a head, then gone
+    held.append(s)
+for s in held:
+    s.close()
+PY
+    assert_success
+    # Well inside the 30 s idle timeout: 5 s, polled.
+    for _ in $(seq 50); do
+        [ "$(curl -sS -o /dev/null -w '%{http_code}' "$BASE/health")" = 200 ] && return 0
+        sleep 0.1
+    done
+    fail "slots still held 5 s after the clients left"
 }

@@ -403,3 +403,46 @@ PY
     [ "$(r .durationMs)" -ge 3000 ]
     [ "$(cat "$WS/elapsed")" -ge 2900 ]
 }
+
+@test "as root each workspace runs as its own uid from SBX_UID_RANGE: kept across runs, a copy gets another, off is the shared uid" {
+    [ "$(id -u)" -eq 0 ] || skip "as root only: otherwise the workload keeps its caller's uid"
+    sbx_run wu1 shell 'id -u; touch mine'
+    assert_success
+    a=$(r .workspaceUid)
+    [ "$a" -ge 2000000000 ] && [ "$a" -le 2000065535 ] || fail "uid $a"
+    [ "$(r .stdout)" = "$a" ]
+    [ "$(stat -c %u "$WS/mine") $(stat -c %u "$WS")" = "$a $a" ]
+    sbx_run wu2 shell 'id -u'
+    [ "$(r .workspaceUid)" = "$a" ]
+    # A copy that kept its owner is another workspace: another uid, and the
+    # copy's files become its own.
+    cp -a "$WS" "$WORK/copy"
+    run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(jq -cn --arg ws "$WORK/copy" '{executionId: "wu3", language: "shell", code: "id -u", workspace: $ws}')"
+    b=$(tail -n 1 <<< "$output" | jq -r .result.workspaceUid)
+    [ "$b" != "$a" ] && [ "$b" -ge 2000000000 ] || fail "copy uid $b, original $a"
+    [ "$(stat -c %u "$WORK/copy/mine")" = "$b" ]
+    # off: the shared sandbox uid, as before ranges existed.
+    SBX_UID_RANGE=off sbx_run wu4 shell 'id -u'
+    [ "$(r .stdout)" = "$(expected_uid)" ] && [ "$(r .workspaceUid)" = null ]
+}
+
+@test "SBX_UID_RANGE: a bad value is refused naming it; a full range says so and runs nothing" {
+    [ "$(id -u)" -eq 0 ] || skip "as root only"
+    n=0
+    for bad in 5 0-10 10-5 x-y 10000-10002 3000000000-3000000001; do
+        n=$((n + 1))
+        SBX_UID_RANGE=$bad sbx_run "wb$n" shell 'touch ran'
+        assert_failure 2
+        [[ "$(r .error)" == *"SBX_UID_RANGE: \"$bad\""* ]] || fail "$bad: $(r .error)"
+    done
+    [ ! -e "$WS/ran" ]
+    SBX_UID_RANGE=2100000000-2100000000 sbx_run wf1 shell 'id -u'
+    assert_success
+    [ "$(r .stdout)" = 2100000000 ]
+    mkdir "$WORK/other" && chmod 777 "$WORK/other"
+    run --separate-stderr env SBX_UID_RANGE=2100000000-2100000000 sbx-run --state-dir "$STATE" - \
+        <<<"$(jq -cn --arg ws "$WORK/other" '{executionId: "wf2", language: "shell", code: "touch ran", workspace: $ws}')"
+    assert_failure 6
+    [[ "$(tail -n 1 <<< "$output" | jq -r .result.error)" == *"every uid of SBX_UID_RANGE (1 from 2100000000) belongs to another workspace"* ]]
+    [ ! -e "$WORK/other/ran" ]
+}
