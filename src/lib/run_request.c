@@ -34,6 +34,7 @@ static const struct sbx_json_field request_fields[] = {
 	{ "maxOpenFiles", SBX_JSON_INTEGER, false, true },
 	{ "limits", SBX_JSON_OBJECT, false, true },
 	{ "caps", SBX_JSON_OBJECT, false, true },
+	{ "requireTerminalMessage", SBX_JSON_BOOL, false, true },
 };
 static const struct sbx_json_field cap_fields[] = {
 	{ "frameBytes", SBX_JSON_INTEGER, false, true },
@@ -334,6 +335,7 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 	}
 	if (parse_devices(json_object_get(doc, "devices"), r, e) != 0)
 		return -1;
+	r->require_terminal = json_is_true(json_object_get(doc, "requireTerminalMessage"));
 	if (parse_caps(json_object_get(doc, "caps"), &r->caps, e) != 0)
 		return -1;
 	return build_spec(r, e);

@@ -49,6 +49,7 @@ struct sbx_run_request {
 	uint64_t max_output_bytes;    /* 0: never truncate */
 	struct sbx_run_limits limits;
 	struct sbx_worker_caps caps;
+	bool require_terminal;      /* requireTerminalMessage: a worker that ends without result/error violated it */
 	json_t *doc;                /* the request */
 	json_t *spec;               /* the launch spec built from it */
 	json_t *egress_policy;      /* network with allowedDomains: sbx-run starts its gateway */

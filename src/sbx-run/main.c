@@ -353,6 +353,8 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	}
 	worker_read(r); /* what the worker said last */
+	if (!stopped)
+		worker_expect_terminal(r);
 	worker_tick(r, true);
 	r->outputs = worker_outputs(r);
 	if (r->worker.outcome != WORKER_OK) {

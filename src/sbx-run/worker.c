@@ -208,6 +208,14 @@ static int on_message(json_t *m, const char *type, void *arg)
 	return 0;
 }
 
+void worker_expect_terminal(struct run *r)
+{
+	struct worker *w = &r->worker;
+	if (r->req.require_terminal && w->outcome == WORKER_OK && !w->result && !w->error)
+		stop_with(w, WORKER_VIOLATION, "%s",
+			  "the worker ended without the result or error message the request requires (requireTerminalMessage)");
+}
+
 enum worker_outcome worker_read(struct run *r)
 {
 	struct worker *w = &r->worker;

@@ -38,6 +38,9 @@ int worker_open(struct run *r, uid_t uid, gid_t gid, bool chown_scratch, struct 
 void worker_send_start(struct run *r);
 /* Reads what the channel holds; a violation or a hard cap ends the run. */
 enum worker_outcome worker_read(struct run *r);
+/* After the worker ended on its own: with requireTerminalMessage, no
+ * result or error message is a violation. */
+void worker_expect_terminal(struct run *r);
 /* Emits a coalesced progress event that is due (or all, when flush). */
 void worker_tick(struct run *r, bool flush);
 /* The outputs manifest: files under /scratch/outputs, hashed into the store. */

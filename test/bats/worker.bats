@@ -243,3 +243,22 @@ os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", 100) + b\"{\\\
     assert_failure 8
     [[ "$(r .error)" == *"closed in the middle of a frame"* ]]
 }
+
+@test "requireTerminalMessage: a worker that ends without result or error is a violation; with either it is not" {
+    worker_run rt0 '/workspace/sbx-report progress 0.5' '{"requireTerminalMessage":true}'
+    assert_failure 8
+    [ "$(r .failureClass)" = sandbox-violation ]
+    [[ "$(r .error)" == *"without the result or error message the request requires (requireTerminalMessage)"* ]]
+    worker_run rt1 '/workspace/sbx-report result "{\"ok\":true}"' '{"requireTerminalMessage":true}'
+    assert_success
+    worker_run rt2 '/workspace/sbx-report error broke' '{"requireTerminalMessage":true}'
+    assert_failure 1
+    [ "$(r .failureClass)" = null ]
+    # Not asked for: its absence is nothing.
+    worker_run rt3 '/workspace/sbx-report progress 0.5'
+    assert_success
+    # A run the timeout ended owes no terminal message.
+    worker_run rt4 'sleep 30' '{"requireTerminalMessage":true,"timeoutMs":300}'
+    [ "$(r .timedOut)" = true ]
+    [[ "$(r .error)" != *requireTerminalMessage* ]]
+}
