@@ -82,6 +82,8 @@ static void visit_dir(struct walk *w, int dirfd, const char *name, int depth)
 		return;
 	}
 	w->u->dirs++;
+	if ((unsigned)depth + 1 > w->u->max_depth)
+		w->u->max_depth = (unsigned)depth + 1;
 	if (depth + 1 >= MAX_DEPTH) {
 		report(w, depth, name, ELOOP);
 	} else {

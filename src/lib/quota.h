@@ -16,6 +16,7 @@
 struct sbx_usage {
 	uint64_t bytes, files, dirs, symlinks, other, hardlinks_deduped;
 	uint64_t errors_total;
+	unsigned max_depth;   /* the deepest directory level entered (the root's children: 1) */
 	json_t *errors;       /* [{path, error}], at most SBX_QUOTA_MAX_ERRORS */
 };
 

@@ -3,6 +3,7 @@
 #include "exitcodes.h"
 #include "io.h"
 #include "json.h"
+#include "workspace_owner.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SCAN_MAX_DEPTH 512
 
 struct scan {
 	struct sbx_snap_scan *s;
@@ -57,8 +57,12 @@ static int fail(struct scan *w, int err)
 /* plen: length of the directory's relative path in w->path (0 at the root). */
 static int walk(struct scan *w, int dirfd, size_t plen, int depth)
 {
-	if (depth > SCAN_MAX_DEPTH)
-		return fail(w, ELOOP);
+	if (depth > SBX_WORKSPACE_MAX_DEPTH) {
+		sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
+			      "workspace: directories nested deeper than %d levels (below %.120s...)", SBX_WORKSPACE_MAX_DEPTH,
+			      w->path);
+		return -1;
+	}
 	int listfd = dup(dirfd);
 	DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
 	if (!d) {

@@ -5,7 +5,8 @@
 #define SBX_TREE_REMOVE_H
 
 /* Removes name below dirfd (a file, a symlink itself, or a directory and
- * everything in it). 0, or -1 with errno (ENOENT when it was not there). */
+ * everything in it, however deep, with a bounded number of fds). 0, or -1
+ * with errno (ENOENT when it was not there). */
 int sbx_remove_tree_at(int dirfd, const char *name);
 /* The same for rel below rootfd: the directories leading to its last
  * component are opened with no symlink at any level (sbx_beneath_parent);

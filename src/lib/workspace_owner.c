@@ -2,6 +2,7 @@
  * the workload's before a run, clear set-uid/set-gid bits after it. */
 #include "workspace_owner.h"
 #include "exitcodes.h"
+#include "tree_remove.h"
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -16,7 +17,7 @@ struct walk {
 	uid_t uid;
 	gid_t gid;
 	dev_t dev;
-	long changed, quarantined;
+	long changed, removed;
 	bool best_effort; /* keep going past a failure: every reachable file is visited */
 	const char *name;
 	struct sbx_error *e;
@@ -64,17 +65,14 @@ static int clear_setid(struct walk *w, int dirfd, const char *name, const struct
 	return rc;
 }
 
-/* A directory too deep to walk, after a run: root's and mode 0, opened
- * (never followed) so nobody but root can enter it or run what is below. */
-static int quarantine(struct walk *w, int dirfd, const char *name)
+/* A directory deeper than the bound, after a run (the sandbox is gone):
+ * removed, however deep, through fds (tree_remove.c), never followed. */
+static int remove_too_deep(struct walk *w, int dirfd, const char *name)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd >= 0 && fchown(fd, 0, 0) == 0 && fchmod(fd, 0) == 0 ? 0 : -1;
-	if (fd >= 0)
-		close(fd);
-	if (rc == 0)
-		w->quarantined++;
-	return rc;
+	if (sbx_remove_tree_at(dirfd, name) != 0 && errno != ENOENT)
+		return -1;
+	w->removed++;
+	return 0;
 }
 
 static int walk_dir(struct walk *w, int dirfd, int depth)
@@ -125,10 +123,12 @@ static int walk_dir(struct walk *w, int dirfd, int depth)
 	for (size_t i = 0; i < n_sub; i++) {
 		if (rc == 0 || w->best_effort) {
 			if (depth >= SBX_WORKSPACE_MAX_DEPTH) {
-				sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
-					      "workspace: directories nested deeper than %d", SBX_WORKSPACE_MAX_DEPTH);
-				if (!w->best_effort || quarantine(w, dirfd, subdirs[i]) != 0)
+				if (!w->best_effort || remove_too_deep(w, dirfd, subdirs[i]) != 0) {
+					sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
+						      "workspace: directories nested deeper than %d levels (below %.200s)",
+						      SBX_WORKSPACE_MAX_DEPTH, subdirs[i]);
 					rc = -1;
+				}
 			} else {
 				int sub = openat(dirfd, subdirs[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				if (sub >= 0) {
@@ -175,10 +175,10 @@ long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, st
 	return walk_root(&w, rootfd);
 }
 
-long sbx_workspace_clear_setid(int rootfd, const char *name, long *quarantined, struct sbx_error *e)
+long sbx_workspace_clear_setid(int rootfd, const char *name, long *removed, struct sbx_error *e)
 {
 	struct walk w = { .name = name, .e = e, .visit = clear_setid, .best_effort = true };
 	long rc = walk_root(&w, rootfd);
-	*quarantined = w.quarantined;
+	*removed = w.removed;
 	return rc;
 }

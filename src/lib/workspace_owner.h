@@ -23,10 +23,10 @@ long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, st
 /* After a run: clears the set-uid and set-gid bits of every regular file
  * below rootfd (the same walk; each file opened O_NOFOLLOW | O_NONBLOCK and
  * checked regular before its fchmod). It keeps going past a failure; a
- * directory deeper than SBX_WORKSPACE_MAX_DEPTH is quarantined instead
- * (made root's, mode 0: nobody else enters it or runs what is below), and
- * *quarantined counts those. Returns how many bits it cleared, or -1 when
- * some file could not be reached (e says why). */
-long sbx_workspace_clear_setid(int rootfd, const char *name, long *quarantined, struct sbx_error *e);
+ * directory deeper than SBX_WORKSPACE_MAX_DEPTH is removed, with all it
+ * holds (the run that made it broke a bound), and *removed counts those.
+ * Returns how many bits it cleared, or -1 when some file could not be
+ * reached (e says why). */
+long sbx_workspace_clear_setid(int rootfd, const char *name, long *removed, struct sbx_error *e);
 
 #endif

@@ -312,12 +312,15 @@ static int execute(struct run *r, struct sbx_error *e)
 	/* No set-uid file outlives the run, whatever ended it (the sandbox is
 	 * gone: nothing of this run can race the walk). */
 	struct sbx_error setid_error;
-	long cleared = sbx_workspace_clear_setid(r->req.ws.fd, r->req.workspace, &r->setid_quarantined, &setid_error);
+	long cleared = sbx_workspace_clear_setid(r->req.ws.fd, r->req.workspace, &r->too_deep_removed, &setid_error);
+	if (r->too_deep_removed > 0)
+		r->too_deep = true;
 	r->setid_cleared = cleared > 0 ? cleared : 0;
 	sbx_cgroup_remove(&r->cg);
 	if (sbx_output_finish(&r->out, &r->truncated, e) != 0 || supervised != 0)
 		return fail(r, e);
-	bool stopped = r->timed_out || r->cancelled || r->quota_hit || r->exhausted || r->worker.outcome != WORKER_OK;
+	bool stopped = r->timed_out || r->cancelled || r->quota_hit || r->too_deep || r->exhausted ||
+		       r->worker.outcome != WORKER_OK;
 	bool setup_failed = r->sb.init_pid && !stopped && WIFEXITED(r->wait_status) && WEXITSTATUS(r->wait_status) != 0 &&
 			    !sbx_sandbox_exit_reported(&r->sb);
 	if (setup_failed) {
@@ -374,6 +377,11 @@ static int execute(struct run *r, struct sbx_error *e)
 		fail(r, e);
 	} else if (r->exhausted) {
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "resource-exhausted", "%s", r->worker.why);
+		fail(r, e);
+	} else if (r->too_deep) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "workspace-too-deep",
+			      "Workspace directories were nested deeper than %d levels; what lay deeper was removed",
+			      SBX_WORKSPACE_MAX_DEPTH);
 		fail(r, e);
 	} else if (r->quota_hit || sbx_quota_exceeded_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes)) {
 		r->quota_hit = true;

@@ -76,7 +76,7 @@ json_t *run_result(struct run *r)
 	if (r->ran && r->after.v)
 		sbx_snap_fingerprint_diff(&r->before, &r->after, created, modified, deleted);
 	json_t *exit_code = json_null();
-	if (r->ran && WIFEXITED(r->wait_status) && !r->timed_out && !r->cancelled && !r->quota_hit)
+	if (r->ran && WIFEXITED(r->wait_status) && !r->timed_out && !r->cancelled && !r->quota_hit && !r->too_deep)
 		exit_code = json_integer(WEXITSTATUS(r->wait_status));
 	else if (r->ran && WIFSIGNALED(r->wait_status))
 		exit_code = json_integer(128 + WTERMSIG(r->wait_status));
@@ -111,7 +111,7 @@ json_t *run_result(struct run *r)
 							 : json_null());
 	json_object_set_new(res, "setIdBitsCleared", json_integer(r->setid_cleared));
 	json_object_set_new(res, "workspaceUid", r->workload_uid >= 0 ? json_integer(r->workload_uid) : json_null());
-	json_object_set_new(res, "quarantinedDirectories", json_integer(r->setid_quarantined));
+	json_object_set_new(res, "tooDeepDirectoriesRemoved", json_integer(r->too_deep_removed));
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		json_object_set_new(res, "supervisorMaxRssKiB", json_integer(ru.ru_maxrss));

@@ -51,7 +51,8 @@ struct run {
 	uint64_t quota_bytes;
 	long setid_cleared;     /* set-uid/set-gid bits cleared after the run */
 	long long workload_uid; /* the workspace's own uid (SBX_UID_RANGE), -1: the shared or caller's */
-	long setid_quarantined; /* directories too deep to clear, made root's and mode 0 */
+	long too_deep_removed;  /* directories past SBX_WORKSPACE_MAX_DEPTH, removed after the run */
+	bool too_deep;          /* the workspace nested deeper than that during the run */
 	json_t *snapshot;          /* the sbx-snap receipt, or null */
 	char error[1024];          /* the failure's message, "" when none */
 	int exit_code;             /* sbx-run's own status */

@@ -134,7 +134,7 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		if (p[P_SIGNAL].revents) {
 			struct signalfd_siginfo si;
 			if (read(r->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) && !exited) {
-				r->cancelled = !r->timed_out && !r->quota_hit;
+				r->cancelled = !r->timed_out && !r->quota_hit && !r->too_deep;
 				stop(r, false, &grace_end);
 			}
 		}
@@ -152,8 +152,10 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		if (!exited && !grace_end && now >= next_quota) {
 			next_quota = now + SBX_QUOTA_INTERVAL_MS;
 			uint64_t scratch_bytes;
-			if (sbx_quota_exceeded_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes)) {
-				r->quota_hit = true;
+			enum sbx_quota_state q = sbx_quota_check_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes);
+			if (q != SBX_QUOTA_FITS) {
+				r->quota_hit = q == SBX_QUOTA_OVER;
+				r->too_deep = q == SBX_QUOTA_TOO_DEEP; /* bytes down there would hide from the quota */
 				stop(r, true, &grace_end); /* no grace: every ms writes more */
 			} else if (r->worker.scratch_fd >= 0 &&
 				   sbx_quota_exceeded_at(r->worker.scratch_fd, r->req.caps.scratch_bytes, &scratch_bytes)) {

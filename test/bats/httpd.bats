@@ -299,6 +299,9 @@ PY
         signed /execute-shell "$(shell_request "ret$i" 'head -c 100000 /dev/zero | tr "\0" x')"
         [ "$status_code" = 200 ]
     done
+    # A run directory the workload nested 300 levels deep in its scratch goes too.
+    signed /execute-shell "$(shell_request ret-deep 'cd /scratch && for i in $(seq 300); do mkdir x; cd x; done; echo deep')"
+    [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = deep ]
     signed /shell-executions "$(shell_request ret-managed 'echo managed')"
     wait_state ret-managed completed
     api GET "/shell-executions/ret-managed/logs?sessionId=s1&agentId=main&cursor=0"

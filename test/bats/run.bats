@@ -375,18 +375,38 @@ PY
     [ "$(r .stdout)" = a ]
 }
 
-@test "set-id bits are cleared on every path; a tree too deep to walk is quarantined, not left runnable" {
-    [ "$(id -u)" -eq 0 ] || skip "quarantine hands the directory to root"
-    sbx_run deep1 shell 'd=.; for i in $(seq 520); do d=$d/a; done; mkdir -p $d; cp /usr/bin/true $d/s; chmod 4755 $d/s; cp /usr/bin/true top; chmod 4755 top'
-    [ "$(r .setIdBitsCleared)" -ge 1 ]
-    [ "$(r .quarantinedDirectories)" -ge 1 ]
+@test "directories nested past 512 levels: the quota watch stops the run, what lay deeper (a set-uid file too) is removed, the workspace runs on" {
+    # Made with cd, past PATH_MAX; a set-uid file at the bottom and at the top.
+    code='cp /usr/bin/true top; chmod 4755 top; mkdir keep; echo k > keep/f
+for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; echo made'
+    sbx_run deep1 shell "$code" '{"maxWorkspaceBytes": 100000000}'
+    assert_failure 6
+    [ "$(r .failureClass)" = resource-exhausted ]
+    [ "$(r .error)" = "Workspace directories were nested deeper than 512 levels; what lay deeper was removed" ]
+    [ "$(r .tooDeepDirectoriesRemoved)" -ge 1 ]
     [ "$(stat -c %a "$WS/top")" = 755 ]
-    # Nothing below the quarantined directory is reachable by the sandbox uid.
-    q=$(find "$WS" -type d -perm 0 -user 0 | head -n 1)
-    [ -n "$q" ]
-    run setpriv --reuid "$(expected_uid)" --regid "$(expected_uid)" --clear-groups find "$WS" -name s -perm -4000
-    [ -z "$(printf '%s\n' "$output" | grep -v 'Permission denied')" ]
-    [[ "$output" == *"Permission denied"* ]]
+    depth=$(find "$WS" -type d | awk -F/ '{ print NF }' | sort -n | tail -n 1)
+    [ $((depth - $(awk -F/ '{ print NF }' <<< "$WS"))) -le 512 ] || fail "still $depth deep"
+    [ -z "$(find "$WS" -name s)" ]
+    # The next run walks, snapshots and runs as ever.
+    sbx_run deep2 shell 'cat keep/f'
+    assert_success
+    [ "$(r .stdout)" = k ]
+    [ "$(r .workspaceSnapshot)" != null ]
+}
+
+@test "without a quota a too-deep tree is removed after the run; one placed by the host is refused before it, named" {
+    sbx_run deep3 shell 'for i in $(seq 600); do mkdir b; cd b; done; echo made' '{"maxWorkspaceBytes": 0}'
+    assert_failure 6
+    [ "$(r .stdout)" = made ]
+    [ "$(r .tooDeepDirectoriesRemoved)" = 1 ]
+    # A tree the host put there is not the run's to remove: refused, left.
+    (cd "$WS" && for i in $(seq 600); do mkdir h; cd h; done)
+    sbx_run deep4 shell 'touch ran'
+    assert_failure 2
+    [[ "$(r .error)" == *"directories nested deeper than 512 levels (below h/h/h/"* ]]
+    [ ! -e "$WS/ran" ]
+    [ -d "$WS/h/h/h" ]
 }
 
 @test "timeoutMs is exact: never signalled before it, no reserve taken from it" {
