@@ -12,13 +12,8 @@ pid=
 cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 chmod 755 "$work"
-export SCIENCE_AGENT_DATA_DIR="$work/data" SCIENCE_AGENT_RUNNER_TOKEN=bench-token SCIENCE_AGENT_RUNNER_PORT=0 \
-    SCIENTIFIC_ENVS=0
-mkfifo "$work/ready"
-bin/sbx-httpd --ready-fd 3 3>"$work/ready" 2>"$work/httpd.err" &
-pid=$!
-read -r ready < "$work/ready"
-base="http://127.0.0.1:$(jq -r .port <<< "$ready")"
+export SCIENTIFIC_ENVS=0
+. bench/httpd-start.sh
 ws="$work/data/projects/p"
 mkdir -p "$ws" && chmod 777 "$ws"
 out=$(timeout 300 python3 bench/hostile-clients.py "$base" bench-token "$ws" "$IDLE" "$SLOW" "$ROUNDS")

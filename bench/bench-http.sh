@@ -13,12 +13,7 @@ pid=
 cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 chmod 755 "$work"
-export SCIENCE_AGENT_DATA_DIR="$work/data" SCIENCE_AGENT_RUNNER_TOKEN=bench-token SCIENCE_AGENT_RUNNER_PORT=0
-mkfifo "$work/ready"
-bin/sbx-httpd --ready-fd 3 3>"$work/ready" 2>"$work/httpd.err" &
-pid=$!
-read -r ready < "$work/ready"
-base="http://127.0.0.1:$(jq -r .port <<< "$ready")"
+. bench/httpd-start.sh
 ws="$work/data/projects/p"
 mkdir -p "$ws" && chmod 777 "$ws"
 

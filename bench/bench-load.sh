@@ -18,7 +18,7 @@ mkdir "$work/ws" && chmod 777 "$work/ws"
 # The egress side: an echo upstream on loopback and a gateway for it.
 export SBX_DATA_DIR="$work/launch-data"
 cc -O2 -pthread -o "$work/ws/egress-tool" bench/egress-tool.c
-mkfifo "$work/ports" "$work/gw-ready" "$work/ready"
+mkfifo "$work/ports" "$work/gw-ready"
 "$work/ws/egress-tool" serve "$work/ports" & pids+=($!)
 read -r _ echo_port < "$work/ports"
 printf '{"mode":"domain-allowlist","allowedDomains":["bench.test"],"allowPrivateNetwork":true}\n' > "$work/policy.json"
@@ -32,12 +32,10 @@ jq -cn --arg ws "$work/ws" --arg s "$work/gw.sock" --arg n "$TUNNELS" --arg t "b
       network: {mode: "domain-allowlist", socket: $s}}' > "$work/tunnels.json"
 
 # sbx-httpd, the managed load, and tunnel rounds until the load is done.
-export SCIENCE_AGENT_DATA_DIR="$work/data" SCIENCE_AGENT_RUNNER_TOKEN=bench-token SCIENCE_AGENT_RUNNER_PORT=0 \
-    SCIENTIFIC_ENVS=0
-bin/sbx-httpd --ready-fd 3 3>"$work/ready" 2>"$work/httpd.err" & pids+=($!)
-httpd=$!
-read -r ready < "$work/ready"
-base="http://127.0.0.1:$(jq -r .port <<< "$ready")"
+export SCIENTIFIC_ENVS=0
+. bench/httpd-start.sh
+pids+=("$pid")
+httpd=$pid
 : > "$work/tunnel-failures"
 (
     while [ ! -e "$work/load-done" ]; do
@@ -48,9 +46,16 @@ load=$(python3 bench/http-load.py "$base" bench-token "$work/data/projects" "$LO
 touch "$work/load-done"
 wait "$tunneler"
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$httpd/status")
+# Run directories go once delivered (retention 0): none may stay behind.
+# The last ones go just after their terminal record is durable: up to 10 s.
+for _ in $(seq 100); do
+    left=$(find "$work/data/runner-executions/runs" -mindepth 1 -maxdepth 1 -type d | wc -l)
+    [ "$left" = 0 ] && break
+    sleep 0.1
+done
 rounds=$(wc -l < "$work/tunnel-failures")
 failed=$(awk '{ s += $1 } END { print s + 0 }' "$work/tunnel-failures")
-jq -r --arg rss "$rss" --arg rounds "$rounds" --arg failed "$failed" --arg t "$TUNNELS" \
+jq -r --arg rss "$rss" --arg left "$left" --arg rounds "$rounds" --arg failed "$failed" --arg t "$TUNNELS" \
     --arg ws "$WORKSPACES" --arg c "$CLIENTS" '
     "managed load:                       \(.executions) executions, \($ws) workspaces, \($c) clients",
     "lost / failed:                      \(.lost) / \(.failures | length)",
@@ -58,6 +63,7 @@ jq -r --arg rss "$rss" --arg rounds "$rounds" --arg failed "$failed" --arg t "$T
     "throughput:                         \(.perSecond) executions/s (\(.wallSeconds) s)",
     "submit -> terminal record:          p50 \(.p50Ms) ms, p99 \(.p99Ms) ms",
     "egress alongside:                   \($rounds) rounds of \($t) concurrent tunnels, \($failed) failed",
+    "run directories left:               \($left) (retention 0)",
     "sbx-httpd peak RSS (VmHWM):         \(($rss | tonumber) / 1024 | . * 10 | round / 10) MiB"' <<< "$load"
 [ "$(jq .orderHeld <<< "$load")" = true ] || jq -c '.orderViolations' <<< "$load"
-[ "$(jq .lost <<< "$load")" = 0 ] && [ "$(jq .orderHeld <<< "$load")" = true ] && [ "$failed" = 0 ]
+[ "$(jq .lost <<< "$load")" = 0 ] && [ "$(jq .orderHeld <<< "$load")" = true ] && [ "$failed" = 0 ] && [ "$left" = 0 ]

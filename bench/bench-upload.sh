@@ -10,13 +10,8 @@ work=$(mktemp -d /tmp/sbx-bench-upload.XXXXXX)
 pid=
 cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-export SCIENCE_AGENT_DATA_DIR="$work/data" SCIENCE_AGENT_RUNNER_TOKEN=bench-token SCIENCE_AGENT_RUNNER_PORT=0 \
-    SCIENCE_AGENT_MAX_WORKSPACE_BYTES=0 SCIENTIFIC_ENVS=0
-mkfifo "$work/ready"
-bin/sbx-httpd --ready-fd 3 3>"$work/ready" 2>"$work/httpd.err" &
-pid=$!
-read -r ready < "$work/ready"
-base="http://127.0.0.1:$(jq -r .port <<< "$ready")"
+export SCIENCE_AGENT_MAX_WORKSPACE_BYTES=0 SCIENTIFIC_ENVS=0
+. bench/httpd-start.sh
 
 head -c $((SIZE_MIB << 20)) /dev/urandom > "$work/src.bin"
 sha=$(sha256sum < "$work/src.bin" | cut -d' ' -f1)
