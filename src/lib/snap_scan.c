@@ -54,21 +54,23 @@ static int fail(struct scan *w, int err)
 	return -1;
 }
 
-/* plen: length of the directory's relative path in w->path (0 at the root). */
+/* plen: length of the directory's relative path in w->path (0 at the root).
+ * dirfd is the walk's to close: it becomes the listing's own, so a level
+ * costs one fd (512 levels fit the usual 1024). */
 static int walk(struct scan *w, int dirfd, size_t plen, int depth)
 {
 	if (depth > SBX_WORKSPACE_MAX_DEPTH) {
+		close(dirfd);
 		sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
 			      "workspace: directories nested deeper than %d levels (below %.120s...)", SBX_WORKSPACE_MAX_DEPTH,
 			      w->path);
 		return -1;
 	}
-	int listfd = dup(dirfd);
-	DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
+	DIR *d = fdopendir(dirfd);
 	if (!d) {
-		if (listfd >= 0)
-			close(listfd);
-		return fail(w, errno);
+		int err = errno;
+		close(dirfd);
+		return fail(w, err);
 	}
 	int rc = 0;
 	for (struct dirent *de; rc == 0 && (de = readdir(d));) {
@@ -109,7 +111,8 @@ static int walk(struct scan *w, int dirfd, size_t plen, int depth)
 			}
 			if ((x = add(w, len, &st, SBX_ENTRY_DIR)))
 				rc = walk(w, sub, len, depth + 1);
-			close(sub);
+			else
+				close(sub);
 		} else {
 			continue;
 		}
@@ -144,7 +147,6 @@ int sbx_snap_scan_at(int rootfd, struct sbx_snap_scan *s, struct sbx_error *e)
 	w->dev = st.st_dev;
 	w->e = e;
 	int rc = walk(w, fd, 0, 0);
-	close(fd);
 	free(w);
 	if (rc != 0) {
 		sbx_snap_scan_free(s);
