@@ -4,13 +4,16 @@
 #include "tree_remove.h"
 #include "path.h"
 #include "remote_path.h"
+#include "clock.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +24,7 @@
 
 struct removal {
 	int top;            /* the directory being removed: hoisted subtrees go here */
+	uint64_t tag;       /* random: a tree cannot hold the hoisted names in advance */
 	unsigned long next; /* for the hoisted names */
 	unsigned long hoisted;
 };
@@ -78,7 +82,7 @@ static int remove_entry(struct removal *rm, int at, const char *name, int depth)
 		close(fd);
 		char hoisted[48];
 		for (int tries = 0; tries < 64; tries++) {
-			snprintf(hoisted, sizeof(hoisted), ".sbx-hoisted-%lu", rm->next++);
+			snprintf(hoisted, sizeof(hoisted), ".sbx-hoisted-%016" PRIx64 "-%lu", rm->tag, rm->next++);
 			if (renameat2(at, name, rm->top, hoisted, RENAME_NOREPLACE) == 0) {
 				rm->hoisted++;
 				return 0;
@@ -125,6 +129,8 @@ static int remove_at(int at, const char *name)
 	struct removal rm = { .top = open_owned(at, name) };
 	if (rm.top < 0)
 		return -1;
+	if (getrandom(&rm.tag, sizeof(rm.tag), 0) != (ssize_t)sizeof(rm.tag))
+		rm.tag = (uint64_t)sbx_mono_ms() ^ ((uint64_t)getpid() << 32);
 	/* Each pass removes what lies within HOIST_DEPTH and lifts what is
 	 * deeper into the top: a pass that lifted nothing was the last. */
 	int rc;

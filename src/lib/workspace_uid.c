@@ -6,10 +6,12 @@
 #include "fnv.h"
 #include "io.h"
 #include "atomic_file.h"
+#include "datadir.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,30 @@ static int entry_is(int dirfd, const char *name, const char *key)
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	return n == (ssize_t)strlen(key) && !memcmp(buf, key, (size_t)n);
+}
+
+int sbx_workspace_uid_registry(char *out, size_t size)
+{
+	char data[PATH_MAX];
+	return sbx_data_dir(data, sizeof(data)) == 0 && snprintf(out, size, "%s/workspace-uids", data) < (int)size ? 0 : -1;
+}
+
+int sbx_workspace_uid_release(const char *registry_dir, int ws_fd)
+{
+	struct stat ws;
+	char key[64], name[16];
+	if (fstat(ws_fd, &ws) != 0)
+		return -1;
+	snprintf(key, sizeof(key), "%" PRIx64 ":%" PRIx64 "\n", (uint64_t)ws.st_dev, (uint64_t)ws.st_ino);
+	snprintf(name, sizeof(name), "%u", (unsigned)ws.st_uid);
+	int dirfd = open(registry_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return -1;
+	int rc = -1;
+	if (flock(dirfd, LOCK_EX) == 0 && entry_is(dirfd, name, key) == 1)
+		rc = unlinkat(dirfd, name, 0);
+	close(dirfd);
+	return rc;
 }
 
 int sbx_workspace_uid(const char *registry_dir, int ws_fd, const struct sbx_uid_range *r, uid_t *out,

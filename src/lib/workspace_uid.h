@@ -6,6 +6,7 @@
 
 #include "error.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -27,5 +28,12 @@ int sbx_uid_range_from_env(struct sbx_uid_range *r, uid_t shared, struct sbx_err
  * its identity. Exit 6 when the range is full. */
 int sbx_workspace_uid(const char *registry_dir, int ws_fd, const struct sbx_uid_range *r, uid_t *out,
 		      struct sbx_error *e);
+
+/* <data dir>/workspace-uids (SBX_DATA_DIR, as every stage sees it). */
+int sbx_workspace_uid_registry(char *out, size_t size);
+
+/* A workspace about to be deleted gives its uid back: the entry of the uid
+ * that owns ws_fd goes if it names this workspace. 0, or -1 (nothing held). */
+int sbx_workspace_uid_release(const char *registry_dir, int ws_fd);
 
 #endif

@@ -46,6 +46,7 @@ struct conn_state {
 	size_t len, cap;
 	bool too_large;
 	bool unauthorized;           /* no valid bearer in the head: the body is dropped unread */
+	bool discard;                /* a body nobody reads (/health, a refusal): dropped as it comes */
 	bool refused;                /* answered from the head (503): nothing more to say */
 	struct upload *upload;       /* a streamed PUT: the body goes to disk */
 	long long body_started_ms;   /* 0: no body byte yet */
@@ -69,9 +70,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			  enum MHD_ConnectionNotificationCode code)
 {
 	(void)cls;
-	(void)conn;
-	(void)socket_context;
-	atomic_fetch_add(&open_connections, code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		atomic_fetch_add(&open_connections, 1);
+		head_watch_open(conn, socket_context);
+	} else {
+		head_watch_close(*socket_context);
+		*socket_context = NULL;
+		atomic_fetch_sub(&open_connections, 1);
+	}
 }
 
 static enum MHD_Result refuse(struct MHD_Connection *conn, const char *method, const char *url, unsigned status,
@@ -93,7 +99,7 @@ static bool take_body(struct conn_state *st, const char *method, const char *url
 	long long elapsed = now - st->body_started_ms;
 	if (elapsed > BODY_GRACE_MS && st->received < (unsigned long long)(elapsed / 1000) * BODY_MIN_RATE)
 		return false; /* a trickle: it would hold the connection for ever */
-	if (st->unauthorized || st->too_large || (st->upload && st->upload->over))
+	if (st->discard || st->too_large || (st->upload && st->upload->over))
 		return (st->dropped += n) <= DROP_LIMIT;
 	if (st->upload) {
 		upload_write(st->upload, data, n);
@@ -172,16 +178,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!(st = calloc(1, sizeof(*st))))
 			return MHD_NO;
 		*con_cls = st;
+		head_watch_mark(conn, false); /* the head is whole */
 		if (connections_open() > g_server.cfg.max_connections) {
-			st->unauthorized = st->refused = true; /* nothing of the body is kept */
+			st->discard = st->refused = true; /* nothing of the body is kept */
 			return refuse(conn, method, url, 503, "The runner has as many connections open as it allows",
 				      g_server.cfg.max_connections, "SCIENCE_AGENT_MAX_CONNECTIONS");
 		}
 		/* The bearer is checked from the head, before a byte of the body is
 		 * kept: an unauthenticated client costs no buffer and no upload. */
 		struct req head = { .conn = conn, .method = method, .path = url };
-		if (!health && !auth_bearer(&g_server.cfg, &head)) {
-			st->unauthorized = true;
+		if (health) {
+			st->discard = true; /* /health reads no body: none is kept */
+			return MHD_YES;
+		}
+		if (!auth_bearer(&g_server.cfg, &head)) {
+			st->unauthorized = st->discard = true;
 			return MHD_YES;
 		}
 		if (upload_wanted(method, url) && !(st->upload = upload_begin(conn, url)))
@@ -215,8 +226,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
 {
 	(void)cls;
-	(void)conn;
 	(void)code;
+	head_watch_mark(conn, true); /* keep-alive: the next head starts now */
 	struct conn_state *st = *con_cls;
 	if (st) {
 		if (st->slot.resp)

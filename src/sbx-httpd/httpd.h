@@ -158,6 +158,11 @@ int environments_lease(const char *env_id);
  * closed; a request being answered is suspended, never idle. */
 #define CONNECTION_IDLE_S 30
 struct MHD_Daemon *server_start(int listen_fd);
+/* head_deadline.c: a head not whole within CONNECTION_IDLE_S is cut. */
+void head_watch_open(struct MHD_Connection *conn, void **socket_context);
+void head_watch_close(void *socket_context);
+void head_watch_mark(struct MHD_Connection *conn, bool in_head);
+void head_watch_start(void);
 long connections_open(void);
 unsigned connections_needed_fds(void);
 

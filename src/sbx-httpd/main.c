@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +53,27 @@ static void usage(FILE *out)
 	sbx_cli_print_exit_codes(out);
 }
 
+/* The sandbox group opens the data root and every egress socket: a host
+ * account in it (as its primary group or a member) could do the same. */
+static void warn_group_members(const struct sbx_run_as *who)
+{
+	struct passwd *pw;
+	setpwent();
+	while ((pw = getpwent()))
+		if (pw->pw_gid == who->gid && pw->pw_uid != who->uid && pw->pw_uid != 0)
+			sbx_diag("warning", "sandbox-group-shared", NULL,
+				 "host account %.64s has the sandbox group %u as its primary group: it can enter the data "
+				 "dir and speak to egress gateways",
+				 pw->pw_name, (unsigned)who->gid);
+	endpwent();
+	struct group *gr = getgrgid(who->gid);
+	for (char **m = gr ? gr->gr_mem : NULL; m && *m; m++)
+		sbx_diag("warning", "sandbox-group-shared", NULL,
+			 "host account %.64s is a member of the sandbox group %u: it can enter the data dir and speak "
+			 "to egress gateways",
+			 *m, (unsigned)who->gid);
+}
+
 /* The data dir and the directories the API shows, checked writable. */
 static void prepare_data_dir(const struct config *c)
 {
@@ -80,6 +102,7 @@ static void prepare_data_dir(const struct config *c)
 		if (dfd < 0 || fchown(dfd, 0, who.gid) != 0 || fchmod(dfd, 0710) != 0)
 			die("data-dir-unusable", "SCIENCE_AGENT_DATA_DIR: %s: cannot restrict it to root and the sandbox group", c->data_dir);
 		close(dfd);
+		warn_group_members(&who);
 	}
 	snprintf(path, sizeof(path), "%s/.write-check-XXXXXX", c->data_dir);
 	int fd = mkstemp(path);
@@ -299,6 +322,7 @@ int main(int argc, char **argv)
 					   : listen_tcp(&s->cfg, where, sizeof(where));
 	raise_fd_limit(&s->cfg);
 	info_limits_init();
+	head_watch_start();
 	struct MHD_Daemon *d = server_start(fd);
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");

@@ -9,6 +9,7 @@
 #include "../lib/snap_scan.h"
 #include "../lib/beneath.h"
 #include "../lib/uuid.h"
+#include "../lib/workspace_uid.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -284,6 +285,14 @@ static enum MHD_Result delete_workspace(struct req *r)
 	enum MHD_Result sent;
 	if (!clean_key(r, query(r, "workspace"), key, &sent))
 		return sent;
+	/* Its uid goes back to the range (SBX_UID_RANGE). */
+	int ws = sbx_remote_workspace_open(g_server.cfg.data_dir, key, false);
+	if (ws >= 0) {
+		char registry[PATH_MAX + 32];
+		if (sbx_workspace_uid_registry(registry, sizeof(registry)) == 0)
+			sbx_workspace_uid_release(registry, ws);
+		close(ws);
+	}
 	if (sbx_remote_workspace_remove(g_server.cfg.data_dir, key) != 0 && errno != ENOENT)
 		return errno == ELOOP ? reply_error(r, 400, "%s", NO_SYMLINKS)
 				      : reply_error(r, 400, "Cannot delete the remote workspace: %s", strerror(errno));

@@ -123,7 +123,7 @@ static int isolate(struct run *r, struct sbx_error *e)
 static int workload_identity(struct run *r, const struct sbx_run_as *who, struct sbx_run_as *out, struct sbx_error *e)
 {
 	struct sbx_uid_range range;
-	char data[PATH_MAX], registry[PATH_MAX + 32], value[32];
+	char registry[PATH_MAX + 32], value[32];
 	*out = *who;
 	if (!who->switch_user)
 		return 0;
@@ -131,8 +131,7 @@ static int workload_identity(struct run *r, const struct sbx_run_as *who, struct
 		return -1;
 	if (!range.count)
 		return 0;
-	if (sbx_data_dir(data, sizeof(data)) != 0 ||
-	    snprintf(registry, sizeof(registry), "%s/workspace-uids", data) >= (int)sizeof(registry))
+	if (sbx_workspace_uid_registry(registry, sizeof(registry)) != 0)
 		return sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long"), -1;
 	if (sbx_workspace_uid(registry, r->req.ws.fd, &range, &out->uid, e) != 0)
 		return -1;

@@ -142,3 +142,46 @@ PY
     done
     fail "slots still held 5 s after the clients left"
 }
+
+@test "a request head trickled a byte at a time is cut at 30 s, however often a byte comes" {
+    run python3 - "$PORT" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\nX-a: ")
+start = time.monotonic()
+s.settimeout(2)
+while time.monotonic() - start < 60:
+    try:
+        s.send(b"a")  # every 2 s: never 30 s of silence
+        if s.recv(1) == b"":
+            break
+    except socket.timeout:
+        continue
+    except OSError:
+        break
+print(int(time.monotonic() - start))
+PY
+    assert_success
+    [ "$output" -ge 29 ] && [ "$output" -lt 45 ] || fail "closed after $output s"
+    run curl -sS -o /dev/null -w '%{http_code}' "$BASE/health"
+    assert_output 200
+}
+
+@test "a body sent to /health is dropped unread: 40 bodies of 1.9 MB buffer nothing" {
+    rss() { awk '/^VmRSS/ { print $2 }' "/proc/$HTTPD_PID/status"; }
+    before=$(rss)
+    run python3 - "$PORT" "$HTTPD_PID" <<'PY'
+import socket, sys
+port, pid = int(sys.argv[1]), sys.argv[2]
+conns = []
+for i in range(40):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 1999999\r\n\r\n" + b"x" * 1900000)
+    conns.append(s)
+print([l for l in open("/proc/%s/status" % pid) if l.startswith("VmRSS")][0].split()[1])
+for s in conns:
+    s.close()
+PY
+    assert_success
+    [ $((output - before)) -lt 30000 ] || fail "RSS grew from $before to $output KiB"
+}

@@ -246,3 +246,19 @@ uploads_left() { ls -A "$WORK/data/runner-uploads" | wc -l; }
     signed /execute-shell "$(shell_request k2 'true' '{"runnerWorkspaceKey": "../x"}')"
     assert_equal "$status_code $(jq_out .error)" "400 Invalid remote workspace key"
 }
+
+@test "DELETE /remote-workspace removes a tree 3,000 levels deep, and as root gives the workspace's uid back" {
+    signed /execute-shell "$(shell_request deep-uid 'echo x > f' '{"runnerWorkspaceKey": "deep"}')"
+    [ "$status_code" = 200 ] || fail "$output"
+    dir="$WORK/data/remote-workspaces/deep"
+    uid=$(stat -c %u "$dir")
+    # Far past the 512 levels a run may make: as the host could.
+    (cd "$dir" && for _ in $(seq 3000); do mkdir d && cd d; done && echo bottom > f)
+    if [ "$(id -u)" -eq 0 ]; then
+        [ -f "$WORK/data/workspace-uids/$uid" ] || fail "no registry entry for $uid"
+    fi
+    api DELETE "/remote-workspace?workspace=deep"
+    [ "$status_code" = 200 ] || fail "$status_code $output"
+    [ ! -e "$dir" ]
+    [ ! -e "$WORK/data/workspace-uids/$uid" ]
+}
