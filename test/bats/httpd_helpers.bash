@@ -109,3 +109,25 @@ wait_state() {
     echo "gave up waiting for $id: $output" >&2
     return 1
 }
+
+# rss_growth_with_bodies N HEAD-LINE: how many KiB the daemon's RSS grew
+# while N connections each sent HEAD-LINE (a request line, no CRLF) with
+# Content-Length 2000000 and 1.9 MB of it, all still open.
+rss_growth_with_bodies() {
+    local before
+    before=$(awk '/^VmRSS/ { print $2 }' "/proc/$HTTPD_PID/status")
+    python3 - "$PORT" "$HTTPD_PID" "$1" "$2" "$before" <<'PY'
+import socket, sys
+port, pid, n, head, before = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+conns = []
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(head.encode() + b"\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n" + b"x" * 1900000)
+    conns.append(s)
+# Every body has reached the daemon (sendall returned): what does it hold now?
+rss = int([l for l in open("/proc/%s/status" % pid) if l.startswith("VmRSS")][0].split()[1])
+print(rss - before)
+for s in conns:
+    s.close()
+PY
+}
