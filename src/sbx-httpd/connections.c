@@ -61,7 +61,7 @@ struct conn_state {
 static atomic_long open_connections;
 static atomic_long requests_in_flight;
 
-long connections_open(void)
+static long connections_open(void)
 {
 	return atomic_load(&open_connections);
 }

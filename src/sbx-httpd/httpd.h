@@ -163,7 +163,6 @@ void head_watch_open(struct MHD_Connection *conn, void **socket_context);
 void head_watch_close(void *socket_context);
 void head_watch_mark(struct MHD_Connection *conn, bool in_head);
 void head_watch_start(void);
-long connections_open(void);
 unsigned connections_needed_fds(void);
 
 /* Endpoints. */
