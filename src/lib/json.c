@@ -142,47 +142,55 @@ bool sbx_json_bool_or(const json_t *obj, const char *key, bool dflt)
 	return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is invalid. */
-static size_t utf8_sequence(const unsigned char *p)
+int sbx_utf8_sequence(const unsigned char *p, size_t avail)
 {
+	if (avail == 0)
+		return -1;
 	if (p[0] < 0x80)
 		return 1;
-	size_t n = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+	int n = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
 	if (n == 0 || p[0] == 0xC0 || p[0] == 0xC1 || p[0] > 0xF4)
 		return 0;
-	for (size_t i = 1; i < n; i++)
+	for (int i = 1; i < n; i++) {
+		if ((size_t)i >= avail)
+			return -1;
 		if ((p[i] & 0xC0) != 0x80)
 			return 0;
-	/* Overlongs, surrogates and code points above U+10FFFF. */
-	if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F) ||
-	    (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] > 0x8F))
-		return 0;
+		/* Overlongs, surrogates and code points above U+10FFFF. */
+		if (i == 1 && ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F) ||
+			       (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] > 0x8F)))
+			return 0;
+	}
 	return n;
 }
 
-json_t *sbx_json_string_lossy(const char *s)
+json_t *sbx_json_stringn_lossy(const char *s, size_t len)
 {
-	size_t len = strlen(s);
 	char *out = malloc(len * 3 + 1);
 	size_t o = 0;
 
 	if (!out)
 		return json_null();
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = utf8_sequence(p);
-		if (n == 0) {
+	for (const unsigned char *p = (const unsigned char *)s, *end = p + len; p < end;) {
+		int n = sbx_utf8_sequence(p, (size_t)(end - p));
+		if (n <= 0) {
 			memcpy(out + o, "\xEF\xBF\xBD", 3);
 			o += 3;
 			p++;
 		} else {
-			memcpy(out + o, p, n);
-			o += n;
+			memcpy(out + o, p, (size_t)n);
+			o += (size_t)n;
 			p += n;
 		}
 	}
 	json_t *v = json_stringn(out, o);
 	free(out);
 	return v ? v : json_null();
+}
+
+json_t *sbx_json_string_lossy(const char *s)
+{
+	return sbx_json_stringn_lossy(s, strlen(s));
 }
 
 json_t *sbx_json_reading(const char *text)

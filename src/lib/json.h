@@ -50,6 +50,11 @@ int sbx_json_print(FILE *out, const json_t *v);
 /* A JSON string of s; bytes that are not valid UTF-8 become U+FFFD, so
  * text from other programs (stderr lines) can always be reported. */
 json_t *sbx_json_string_lossy(const char *s);
+/* The same for len bytes that may hold NUL (written as \u0000). */
+json_t *sbx_json_stringn_lossy(const char *s, size_t len);
+/* The UTF-8 sequence at p (avail bytes there): its length when valid, 0
+ * when invalid, -1 when p holds only the start of a valid one. */
+int sbx_utf8_sequence(const unsigned char *p, size_t avail);
 /* A tool's reading: an integer or a real for a number (white space around
  * it allowed), null for "-", "NA", "[N/A]" and anything else. */
 json_t *sbx_json_reading(const char *text);

@@ -4,7 +4,10 @@
  * left, so what is kept, markers included, never exceeds the budget. */
 #include "run_output.h"
 #include "exitcodes.h"
+#include "hash.h"
 #include "io.h"
+
+#include <jansson.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,6 +160,25 @@ static void share_tails(const struct sbx_output *o, uint64_t left, uint64_t kept
 	}
 }
 
+/* The SHA-256 of the composed file, read back through its fd. */
+static int hash_file(struct sbx_output_stream *s, struct sbx_error *e)
+{
+	struct sbx_sha256 *h = sbx_sha256_new();
+	char buf[65536];
+	off_t at = 0;
+	if (!h)
+		return io_fail(e, "sha256");
+	for (ssize_t n; (n = pread(s->fd, buf, sizeof(buf), at)) != 0; at += n) {
+		if (n < 0) {
+			sbx_sha256_free(h);
+			return io_fail(e, s->path);
+		}
+		sbx_sha256_update(h, buf, (size_t)n);
+	}
+	sbx_sha256_final(h, s->sha256);
+	return 0;
+}
+
 int sbx_output_finish(struct sbx_output *o, bool *truncated, struct sbx_error *e)
 {
 	char marker[160];
@@ -176,21 +198,40 @@ int sbx_output_finish(struct sbx_output *o, bool *truncated, struct sbx_error *e
 	}
 	for (int i = 0; i < 2; i++) {
 		struct sbx_output_stream *s = &o->s[i];
-		if (!s->ring)
-			continue;
-		s->truncated = s->ring > kept[i];
-		if (s->truncated) {
-			uint64_t head = s->head - incomplete_tail(s->fd, s->head);
-			if (ftruncate(s->fd, (off_t)head) != 0 || lseek(s->fd, 0, SEEK_END) < 0)
-				return io_fail(e, s->path);
-			if (sbx_write_all(s->fd, marker, strlen(marker)) != 0)
-				return io_fail(e, s->path);
+		s->head_kept = s->head;
+		if (s->ring) {
+			s->truncated = s->ring > kept[i];
+			if (s->truncated) {
+				s->head_kept = s->head - incomplete_tail(s->fd, s->head);
+				s->marker_bytes = strlen(marker);
+				if (ftruncate(s->fd, (off_t)s->head_kept) != 0 || lseek(s->fd, 0, SEEK_END) < 0)
+					return io_fail(e, s->path);
+				if (sbx_write_all(s->fd, marker, strlen(marker)) != 0)
+					return io_fail(e, s->path);
+			}
+			off_t before = lseek(s->fd, 0, SEEK_END);
+			if (append_tail(o, s, kept[i], s->truncated, e) != 0)
+				return -1;
+			off_t after = lseek(s->fd, 0, SEEK_END);
+			s->tail_kept = before >= 0 && after >= before ? (uint64_t)(after - before) : 0;
+			if (!s->truncated) { /* everything was kept: the file is one piece */
+				s->head_kept += s->tail_kept;
+				s->tail_kept = 0;
+			}
+			*truncated = *truncated || s->truncated;
 		}
-		if (append_tail(o, s, kept[i], s->truncated, e) != 0)
+		if (hash_file(s, e) != 0)
 			return -1;
-		*truncated = *truncated || s->truncated;
 	}
 	return 0;
+}
+
+json_t *sbx_output_reference(const struct sbx_output_stream *s)
+{
+	return json_pack("{s:s,s:I,s:s,s:b,s:I,s:I,s:I,s:I}", "path", s->path, "bytes",
+			 (json_int_t)(s->head_kept + s->marker_bytes + s->tail_kept), "sha256", s->sha256, "truncated",
+			 s->truncated, "totalBytes", (json_int_t)s->total, "headBytes", (json_int_t)s->head_kept,
+			 "markerBytes", (json_int_t)s->marker_bytes, "tailBytes", (json_int_t)s->tail_kept);
 }
 
 void sbx_output_close(struct sbx_output *o)

@@ -5,6 +5,7 @@
 #include "httpd.h"
 #include "gate.h"
 #include "request.h"
+#include "result_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,8 +90,13 @@ static enum MHD_Result answer(struct req *r, const struct api_exec *x, struct ch
 	json_t *res = c->result;
 	const char *failure = json_string_value(json_object_get(res, "failureClass"));
 	const char *error = json_string_value(json_object_get(res, "error"));
-	if (res && runner_ran(c) && !failure)
-		return reply_json(r, 200, runner_api_result(x, res));
+	if (res && runner_ran(c) && !failure) {
+		int fds[2];
+		if (runner_open_streams(c, fds) != 0)
+			return reply_error(r, 500, "the execution's output files are missing or changed");
+		struct MHD_Response *resp = result_stream_response(runner_api_result(x, res), fds);
+		return resp ? reply_response(r, 200, resp, "application/json; charset=utf-8") : MHD_NO;
+	}
 	return reply_error(r, 400, "%s", error ? error : c->diag[0] ? c->diag : "the execution failed");
 }
 

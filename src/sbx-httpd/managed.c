@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define CHUNK_UNITS 4096 /* JavaScript string length: UTF-16 code units */
+#define RECORD_TEXT_MAX (16u << 20) /* of each output in the record's result; the logs hold all */
 
 struct tail {
 	const char *stream;
@@ -125,6 +126,19 @@ static void finish(struct managed_run *m, struct child *c)
 	const char *failure = json_string_value(json_object_get(res, "failureClass"));
 	const char *error = json_string_value(json_object_get(res, "error"));
 	json_t *api = res ? runner_api_result(&m->x, res) : NULL;
+	int fds[2];
+	if (api && runner_open_streams(c, fds) == 0) {
+		bool cut[2];
+		json_object_set_new(api, "stdout", runner_stream_text(fds[0], RECORD_TEXT_MAX, &cut[0]));
+		json_object_set_new(api, "stderr", runner_stream_text(fds[1], RECORD_TEXT_MAX, &cut[1]));
+		if (cut[0] || cut[1]) /* the record keeps a head; the logs hold every byte */
+			json_object_set_new(api, "outputCut", json_true());
+		close(fds[0]);
+		close(fds[1]);
+	} else if (api) {
+		json_object_set_new(api, "stdout", json_string(""));
+		json_object_set_new(api, "stderr", json_string(""));
+	}
 	json_t *version = json_object_get(api, "workspaceSnapshot");
 	bool truncated = json_is_true(json_object_get(res, "truncated"));
 	const char *state;

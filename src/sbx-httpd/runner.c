@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define EVENT_LINE_MAX (64u << 20) /* a finished event carries both outputs */
+#define EVENT_LINE_MAX (4u << 20) /* a finished event names the outputs, never carries them */
 
 #define SWEEP_MAX 64 /* run directories one start removes at most */
 
@@ -105,7 +105,7 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 	char grace[16];
 	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
 	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
-			       egress, "--grace-ms", grace, "-", NULL };
+			       egress, "--grace-ms", grace, "--output-by-reference", "-", NULL };
 	long long timeout = json_integer_value(json_object_get(request, "timeoutMs"));
 	c->hard_deadline_ms = timeout > 0 ? sbx_mono_ms() + timeout + RUNNER_GRACE_MS + RUNNER_KILL_GRACE_MS : 0;
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
@@ -251,7 +251,7 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 				json_object_get(snapshot, "digest"), "size", json_object_get(snapshot, "size"),
 				"mediaType", json_object_get(snapshot, "mediaType"));
 	json_t *env = json_object_get(res, "environmentVariables");
-	json_t *out = json_pack("{s:s,s:O,s:s,s:o,s:s,s:O,s:O,s:s,s:s,s:s,s:O,s:s,s:s,s:s,s:s,s:O,s:O,s:O,s:O}",
+	json_t *out = json_pack("{s:s,s:O,s:s,s:o,s:s,s:O,s:O,s:s,s:s,s:s,s:O,s:s,s:s,s:s,s:s,s:O,s:O}",
 				"cgroupMode", "none", "createdFiles", json_object_get(res, "createdFiles"),
 				"environmentRevisionId", x->env_revision, "environmentVariables",
 				json_is_object(env) ? json_incref(env) : json_object(), "executionId", x->id,
@@ -260,8 +260,7 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 				"language", x->language, "modifiedFiles", json_object_get(res, "modifiedFiles"),
 				"networkPolicy", x->network_policy, "networkAccessRevision", x->network_revision,
 				"runnerVersion", g_server.version, "sandbox", "bubblewrap", "startedAt",
-				json_object_get(res, "startedAt"), "stderr", json_object_get(res, "stderr"), "stdout",
-				json_object_get(res, "stdout"), "workingDirectory",
+				json_object_get(res, "startedAt"), "workingDirectory",
 				json_object_get(res, "workingDirectory"));
 	if (json_is_object(json_object_get(res, "limits"))) /* the bounds that held, and by what */
 		json_object_set(out, "limits", json_object_get(res, "limits"));
@@ -274,4 +273,62 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 	if (!json_is_null(ref))
 		json_object_set_new(out, "workspaceSnapshot", ref);
 	return out;
+}
+
+int runner_open_streams(const struct child *c, int fds[2])
+{
+	static const char *const names[2] = { "stdout", "stderr" };
+	fds[0] = fds[1] = -1;
+	int dir = runs_dir();
+	int run = dir < 0 ? -1 : openat(dir, c->internal_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir >= 0)
+		close(dir);
+	for (int i = 0; i < 2 && run >= 0; i++) {
+		char name[16];
+		struct stat st;
+		json_t *ref = json_object_get(json_object_get(c->result, "streams"), names[i]);
+		snprintf(name, sizeof(name), "%s.txt", names[i]);
+		fds[i] = openat(run, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		/* The file sbx-run composed, whole: its size is the one it reported. */
+		if (fds[i] < 0 || fstat(fds[i], &st) != 0 || !S_ISREG(st.st_mode) ||
+		    st.st_size != json_integer_value(json_object_get(ref, "bytes")))
+			break;
+	}
+	if (run >= 0)
+		close(run);
+	if (fds[0] >= 0 && fds[1] >= 0)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	fds[0] = fds[1] = -1;
+	return -1;
+}
+
+json_t *runner_stream_text(int fd, size_t cap, bool *cut)
+{
+	struct stat st;
+	*cut = false;
+	if (fstat(fd, &st) != 0 || st.st_size < 0)
+		return json_string("");
+	size_t len = (size_t)st.st_size;
+	if (len > cap) {
+		len = cap;
+		*cut = true;
+	}
+	char *text = malloc(len + 1);
+	size_t got = 0;
+	for (ssize_t n; text && got < len && (n = pread(fd, text + got, len - got, (off_t)got)) > 0;)
+		got += (size_t)n;
+	/* A cut never ends inside a character. */
+	for (size_t k = 1; *cut && text && k <= 4 && k <= got; k++) {
+		if (((unsigned char)text[got - k] & 0xC0) == 0x80)
+			continue;
+		if (sbx_utf8_sequence((unsigned char *)text + got - k, k) < 0)
+			got -= k;
+		break;
+	}
+	json_t *v = text ? sbx_json_stringn_lossy(text, got) : json_string("");
+	free(text);
+	return v;
 }

@@ -50,6 +50,8 @@ static void usage(FILE *out)
 		"  --state-dir DIR       executions and leases (default: <data dir>/executions)\n"
 		"  --snapshot-store DIR  where workspace snapshots go (default: <state dir>/snapshots)\n"
 		"  --no-snapshot         skip the snapshot\n"
+		"  --output-by-reference the result names stdout and stderr (streams.*.path, bytes,\n"
+		"                        sha256) instead of carrying their text\n"
 		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n"
 		"  --platform-deadline-ms N  the platform ends this job N ms after sbx-run starts\n"
 		"                        (a job's wall clock; timeoutMs stays exact)\n"
@@ -419,6 +421,7 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 's' },
 		{ "snapshot-store", required_argument, NULL, 'S' },
 		{ "no-snapshot", no_argument, NULL, 'n' },
+		{ "output-by-reference", no_argument, NULL, 'O' },
 		{ "grace-ms", required_argument, NULL, 'g' },
 		{ "deadline-reserve-ms", required_argument, NULL, 'R' },
 		{ "platform-deadline-ms", required_argument, NULL, 'P' },
@@ -461,6 +464,7 @@ int main(int argc, char **argv)
 		case 's': state = optarg; break;
 		case 'S': store = optarg; break;
 		case 'n': no_snapshot = true; break;
+		case 'O': r->output_by_reference = true; break;
 		case 'g': r->grace_ms = (int)sbx_cli_parse_long("--grace-ms", optarg, 0, 3600000); break;
 		case 'R': r->reserve_ms = (int)sbx_cli_parse_long("--deadline-reserve-ms", optarg, 0, 3600000); break;
 		case 'P': r->platform_deadline_ms = sbx_cli_parse_long("--platform-deadline-ms", optarg, 1, 86400000LL * 30); break;

@@ -50,7 +50,7 @@ static json_t *stream_text(const char *path)
 	struct sbx_error e;
 	size_t len;
 	char *text = sbx_read_file_capped(path, (size_t)1 << 40, &len, &e);
-	json_t *v = text ? sbx_json_string_lossy(text) : json_string("");
+	json_t *v = text ? sbx_json_stringn_lossy(text, len) : json_string("");
 	free(text);
 	return v;
 }
@@ -85,10 +85,8 @@ json_t *run_result(struct run *r)
 	const char *cls = failure_class(r);
 	json_t *env = json_object_get(r->provenance, "env");
 	json_t *res = json_pack(
-		"{s:s,s:s,s:o,s:o,s:o,s:b,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:O,s:O,s:O,s:o}",
+		"{s:s,s:s,s:o,s:b,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:O,s:O,s:O,s:o}",
 		"executionId", r->req.execution_id, "language", r->req.language, "exitCode", exit_code,
-		"stdout", r->ran ? stream_text(r->out.s[0].path) : json_string(""),
-		"stderr", r->ran ? stream_text(r->out.s[1].path) : json_string(""),
 		"truncated", r->truncated, "stdoutBytes", (json_int_t)r->out.s[0].total,
 		"stderrBytes", (json_int_t)r->out.s[1].total, "timedOut", r->timed_out, "cancelled", r->cancelled,
 		"failureClass", cls ? json_string(cls) : json_null(),
@@ -101,6 +99,14 @@ json_t *run_result(struct run *r)
 		"workingDirectory", json_object_get(r->provenance, "cwd") ? json_object_get(r->provenance, "cwd") : json_null(),
 		"workspaceSnapshot", r->snapshot ? r->snapshot : json_null(),
 		"limits", sbx_cgroup_report(&r->cg, &r->req.limits));
+	/* The captured streams by reference; their text too unless asked not to. */
+	json_object_set_new(res, "streams", r->ran ? json_pack("{s:o,s:o}", "stdout", sbx_output_reference(&r->out.s[0]),
+							       "stderr", sbx_output_reference(&r->out.s[1]))
+						   : json_null());
+	if (!r->output_by_reference) {
+		json_object_set_new(res, "stdout", r->ran ? stream_text(r->out.s[0].path) : json_string(""));
+		json_object_set_new(res, "stderr", r->ran ? stream_text(r->out.s[1].path) : json_string(""));
+	}
 	json_int_t tmp = json_integer_value(json_object_get(r->req.spec, "tmpSizeBytes"));
 	json_object_set_new(res, "tmpSizeBytes", json_integer(tmp ? tmp : (1ll << 30)));
 	json_object_set_new(res, "coreDumps", json_false());

@@ -35,6 +35,7 @@ struct run {
 	long long platform_deadline_ms; /* the platform kills the job this long after start (0: none) */
 	bool stopped_for_platform; /* the platform deadline, not timeoutMs, ended the run */
 	bool dev_mode;             /* not started as root: no uid separation */
+	bool output_by_reference;  /* results name the stream files, never carry their text */
 	struct sbx_signer signer;
 	struct worker worker;
 	json_t *outputs;           /* the outputs manifest */
