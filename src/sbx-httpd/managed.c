@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define CHUNK_UNITS 4096 /* JavaScript string length: UTF-16 code units */
+#define TAIL_READ (1u << 20) /* output read per step: one transaction of chunks */
 #define RECORD_TEXT_MAX (16u << 20) /* of each output in the record's result; the logs hold all */
 
 struct tail {
@@ -31,6 +32,7 @@ struct managed_run {
 	struct child *child;
 	struct tail tails[2];
 	struct waiter *place;        /* its place in the workspace's line */
+	char *read_buf;              /* TAIL_READ + 4 bytes while it runs */
 	struct managed_run *next;
 };
 
@@ -40,39 +42,44 @@ static size_t seq_len(unsigned char b)
 	return b >= 0xf0 && b < 0xf8 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
 }
 
-/* Stores text (valid UTF-8) as chunks of at most CHUNK_UNITS UTF-16 units. */
-static void store_chunks(const char *id, const char *stream, const char *text)
+/* Stores text (valid UTF-8) as chunks of at most CHUNK_UNITS UTF-16 units,
+ * all in one transaction. */
+static void store_chunks(const char *id, const char *stream, const char *text, size_t n)
 {
-	size_t start = 0, i = 0, units = 0, n = strlen(text);
+	size_t cap = n / 1024 + 2, count = 0, i = 0, units = 0;
+	size_t *ends = malloc(cap * sizeof(*ends));
+	if (!ends)
+		return;
 	while (i < n) {
 		size_t len = seq_len((unsigned char)text[i]), u = len == 4 ? 2 : 1;
 		if (units + u > CHUNK_UNITS) {
-			char *part = strndup(text + start, i - start);
-			store_append_log(id, stream, part);
-			free(part);
-			start = i;
+			ends[count++] = i;
 			units = 0;
 		}
 		units += u;
 		i += len;
 	}
-	if (i > start)
-		store_append_log(id, stream, text + start);
+	if (i > (count ? ends[count - 1] : 0))
+		ends[count++] = i;
+	store_append_logs(id, stream, text, ends, count);
+	free(ends);
 }
 
 /* Reads what sbx-run has written to one output file since the last call. */
 static void tail_read(struct managed_run *m, struct tail *t)
 {
+	if (!m->read_buf)
+		return;
 	if (t->fd < 0) {
 		char path[PATH_MAX + 128];
 		snprintf(path, sizeof(path), "%s/%.6s.txt", m->child->exec_dir, t->stream);
 		if ((t->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 			return;
 	}
-	char buf[65536 + 4];
+	char *buf = m->read_buf;
 	for (;;) {
 		memcpy(buf, t->pending, t->n_pending);
-		ssize_t n = read(t->fd, buf + t->n_pending, 65536);
+		ssize_t n = read(t->fd, buf + t->n_pending, TAIL_READ);
 		if (n <= 0)
 			return;
 		size_t total = t->n_pending + (size_t)n, end = total;
@@ -87,10 +94,9 @@ static void tail_read(struct managed_run *m, struct tail *t)
 		}
 		t->n_pending = total - end;
 		memcpy(t->pending, buf + end, t->n_pending);
-		buf[end] = '\0';
-		json_t *text = sbx_json_string_lossy(buf); /* invalid bytes become U+FFFD */
+		json_t *text = sbx_json_stringn_lossy(buf, end); /* invalid bytes become U+FFFD, NUL stays */
 		if (text && end)
-			store_chunks(m->x.id, t->stream, json_string_value(text));
+			store_chunks(m->x.id, t->stream, json_string_value(text), json_string_length(text));
 		json_decref(text);
 	}
 }
@@ -173,6 +179,7 @@ static void *worker(void *arg)
 		struct child c;
 		struct sbx_error e;
 		int lease = m->x.env_id[0] ? environments_lease(m->x.env_id) : -1;
+		m->read_buf = malloc(TAIL_READ + 4);
 		if (runner_start(m->run, m->x.fds, m->x.n_fds, &c, &e) != 0) {
 			char now[32];
 			sbx_iso_time(sbx_wall_ms(), now);
@@ -199,6 +206,7 @@ static void *worker(void *arg)
 			close(m->tails[i].fd);
 	api_exec_close(&m->x);
 	json_decref(m->run);
+	free(m->read_buf);
 	free(m);
 	return NULL;
 }
@@ -272,10 +280,10 @@ enum MHD_Result handle_managed_start(struct req *r)
 }
 
 /* The record for the owner named in the query, or a 400 already sent. */
-static json_t *owned(struct req *r, const char *id, enum MHD_Result *sent)
+static json_t *owned(struct req *r, const char *id, bool with_result, enum MHD_Result *sent)
 {
 	const char *session = query(r, "sessionId"), *agent = query(r, "agentId");
-	json_t *rec = store_get(id, session ? session : "", agent ? agent : "");
+	json_t *rec = store_get(id, session ? session : "", agent ? agent : "", with_result);
 	if (!rec)
 		*sent = reply_error(r, 400, "Execution not found for this Agent");
 	return rec;
@@ -284,14 +292,14 @@ static json_t *owned(struct req *r, const char *id, enum MHD_Result *sent)
 enum MHD_Result handle_managed_get(struct req *r, const char *id)
 {
 	enum MHD_Result sent;
-	json_t *rec = owned(r, id, &sent);
+	json_t *rec = owned(r, id, true, &sent);
 	return rec ? reply_json(r, 200, rec) : sent;
 }
 
 enum MHD_Result handle_managed_logs(struct req *r, const char *id)
 {
 	enum MHD_Result sent;
-	json_t *rec = owned(r, id, &sent);
+	json_t *rec = owned(r, id, false, &sent);
 	if (!rec)
 		return sent;
 	const char *text = query(r, "cursor");
@@ -316,7 +324,7 @@ enum MHD_Result handle_managed_logs(struct req *r, const char *id)
 enum MHD_Result handle_managed_cancel(struct req *r, const char *id)
 {
 	enum MHD_Result sent;
-	json_t *rec = owned(r, id, &sent);
+	json_t *rec = owned(r, id, true, &sent);
 	if (!rec)
 		return sent;
 	pthread_mutex_lock(&g_server.lock);

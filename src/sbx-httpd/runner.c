@@ -139,7 +139,7 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 /* Handles one complete event line. */
 static void on_event(struct child *c, const char *line, size_t len)
 {
-	json_t *ev = json_loadb(line, len, 0, NULL);
+	json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *name = json_string_value(json_object_get(ev, "event"));
 	if (name && !strcmp(name, "started"))
 		c->started = true;
@@ -262,6 +262,9 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 				"runnerVersion", g_server.version, "sandbox", "bubblewrap", "startedAt",
 				json_object_get(res, "startedAt"), "workingDirectory",
 				json_object_get(res, "workingDirectory"));
+	/* An extension: whether the output budget cut stdout or stderr (the
+	 * upstream shows only the marker). */
+	json_object_set_new(out, "truncated", json_boolean(json_is_true(json_object_get(res, "truncated"))));
 	if (json_is_object(json_object_get(res, "limits"))) /* the bounds that held, and by what */
 		json_object_set(out, "limits", json_object_get(res, "limits"));
 	if (!out) {

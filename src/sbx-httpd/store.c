@@ -3,6 +3,7 @@
  * every statement prepared with bound parameters. */
 #include "store.h"
 #include "../lib/atomic_file.h"
+#include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/sqlite_open.h"
 
@@ -18,7 +19,10 @@ static const char schema[] =
 	" next_cursor INTEGER NOT NULL DEFAULT 1);"
 	"CREATE TABLE IF NOT EXISTS log_chunks ("
 	" execution_id TEXT NOT NULL, cursor INTEGER NOT NULL, stream TEXT NOT NULL, text TEXT NOT NULL,"
-	" PRIMARY KEY (execution_id, cursor)) WITHOUT ROWID;";
+	" PRIMARY KEY (execution_id, cursor)) WITHOUT ROWID;"
+	/* Results apart: a record read for its owner or state never walks the
+	 * overflow pages of a result that carries megabytes of output. */
+	"CREATE TABLE IF NOT EXISTS execution_results (id TEXT PRIMARY KEY, result TEXT NOT NULL);";
 
 #define DB (g_server.db)
 
@@ -79,25 +83,46 @@ static void bind_json(sqlite3_stmt *st, int i, json_t *v)
 		sqlite3_bind_null(st, i);
 }
 
+/* Readers share this connection and see a transaction as it goes: the
+ * result is written before the state that promises it. */
 void store_update(const char *id, const char *state, const char *started_at, const char *finished_at,
 		  json_t *result, const char *error, json_t *version, bool log_truncated)
 {
-	sqlite3_stmt *st = prepare("UPDATE executions SET state=?2, started_at=COALESCE(?3, started_at),"
-				   " finished_at=COALESCE(?4, finished_at), result=COALESCE(?5, result),"
-				   " error=COALESCE(?6, error), version=COALESCE(?7, version),"
-				   " log_truncated=MAX(log_truncated, ?8) WHERE id=?1");
-	if (!st)
-		return;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, state, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, started_at, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 4, finished_at, -1, SQLITE_TRANSIENT);
-	bind_json(st, 5, result);
-	sqlite3_bind_text(st, 6, error, -1, SQLITE_TRANSIENT);
-	bind_json(st, 7, version);
-	sqlite3_bind_int(st, 8, log_truncated);
-	sqlite3_step(st);
-	sqlite3_finalize(st);
+	char *result_text = result ? json_dumps(result, JSON_COMPACT) : NULL; /* before the lock: megabytes */
+	pthread_mutex_lock(&g_server.db_lock);
+	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	int rc = SQLITE_DONE;
+	if (result) {
+		sqlite3_stmt *res = prepare("INSERT OR REPLACE INTO execution_results (id, result) VALUES (?1, ?2)");
+		sqlite3_bind_text(res, 1, id, -1, SQLITE_TRANSIENT);
+		if (result_text)
+			sqlite3_bind_text(res, 2, result_text, -1, SQLITE_STATIC);
+		rc = res ? sqlite3_step(res) : SQLITE_ERROR;
+		sqlite3_finalize(res);
+	}
+	sqlite3_stmt *st = rc == SQLITE_DONE ? prepare("UPDATE executions SET state=?2, started_at=COALESCE(?3, started_at),"
+						       " finished_at=COALESCE(?4, finished_at),"
+						       " error=COALESCE(?5, error), version=COALESCE(?6, version),"
+						       " log_truncated=MAX(log_truncated, ?7) WHERE id=?1")
+					     : NULL;
+	if (st) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, state, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, started_at, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 4, finished_at, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 5, error, -1, SQLITE_TRANSIENT);
+		bind_json(st, 6, version);
+		sqlite3_bind_int(st, 7, log_truncated);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	} else {
+		rc = SQLITE_ERROR;
+	}
+	if (rc != SQLITE_DONE) /* the record keeps its last state: said, never silent */
+		sbx_diag("error", "store-write", NULL, "execution %s: %s", id, sqlite3_errmsg(DB));
+	sqlite3_exec(DB, rc == SQLITE_DONE ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+	pthread_mutex_unlock(&g_server.db_lock);
+	free(result_text);
 }
 
 static void set_text(json_t *o, const char *key, sqlite3_stmt *st, int col)
@@ -110,14 +135,16 @@ static void set_text(json_t *o, const char *key, sqlite3_stmt *st, int col)
 static void set_json(json_t *o, const char *key, sqlite3_stmt *st, int col)
 {
 	const unsigned char *v = sqlite3_column_text(st, col);
-	json_t *doc = v ? json_loads((const char *)v, 0, NULL) : NULL;
+	json_t *doc = v ? json_loads((const char *)v, JSON_ALLOW_NUL, NULL) : NULL;
 	if (doc)
 		json_object_set_new(o, key, doc);
 }
 
-json_t *store_get(const char *id, const char *session, const char *agent)
+json_t *store_get(const char *id, const char *session, const char *agent, bool with_result)
 {
-	sqlite3_stmt *st = prepare("SELECT id, session_id, agent_id, state, queued_at, started_at, finished_at, result,"
+	sqlite3_stmt *st = prepare("SELECT id, session_id, agent_id, state, queued_at, started_at, finished_at,"
+				   " CASE WHEN ?4 THEN COALESCE((SELECT r.result FROM execution_results r"
+				   " WHERE r.id = executions.id), result) END,"
 				   " error, version, log_truncated FROM executions"
 				   " WHERE id=?1 AND session_id=?2 AND agent_id=?3");
 	if (!st)
@@ -125,6 +152,7 @@ json_t *store_get(const char *id, const char *session, const char *agent)
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, session, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 3, agent, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 4, with_result);
 	json_t *o = NULL;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		o = json_object();
@@ -145,20 +173,22 @@ json_t *store_get(const char *id, const char *session, const char *agent)
 	return o;
 }
 
-void store_append_log(const char *id, const char *stream, const char *text)
+void store_append_logs(const char *id, const char *stream, const char *text, const size_t *ends, size_t n)
 {
 	pthread_mutex_lock(&g_server.db_lock);
 	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	sqlite3_stmt *st = prepare("INSERT INTO log_chunks (execution_id, cursor, stream, text)"
 				   " SELECT ?1, next_cursor, ?2, ?3 FROM executions WHERE id=?1");
 	sqlite3_stmt *bump = prepare("UPDATE executions SET next_cursor = next_cursor + 1 WHERE id=?1");
-	if (st && bump) {
-		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 2, stream, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 3, text, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(bump, 1, id, -1, SQLITE_TRANSIENT);
+	for (size_t i = 0, start = 0; st && bump && i < n; start = ends[i++]) {
+		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, stream, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, text + start, (int)(ends[i] - start), SQLITE_STATIC);
+		sqlite3_bind_text(bump, 1, id, -1, SQLITE_STATIC);
 		sqlite3_step(st);
 		sqlite3_step(bump);
+		sqlite3_reset(st);
+		sqlite3_reset(bump);
 	}
 	sqlite3_finalize(st);
 	sqlite3_finalize(bump);
@@ -183,9 +213,10 @@ json_t *store_logs(const char *id, long long cursor, long long *next, bool *more
 			break;
 		}
 		*next = sqlite3_column_int64(st, 0);
-		json_array_append_new(chunks, json_pack("{s:I,s:s,s:s}", "cursor", (json_int_t)*next, "stream",
-						       (const char *)sqlite3_column_text(st, 1), "text",
-						       (const char *)sqlite3_column_text(st, 2)));
+		const char *text = (const char *)sqlite3_column_text(st, 2);
+		json_array_append_new(chunks, json_pack("{s:I,s:s,s:s#}", "cursor", (json_int_t)*next, "stream",
+						       (const char *)sqlite3_column_text(st, 1), "text", text ? text : "",
+						       text ? (size_t)sqlite3_column_bytes(st, 2) : (size_t)0));
 	}
 	sqlite3_finalize(st);
 	return chunks;

@@ -18,10 +18,13 @@ int store_insert(const char *id, const char *session, const char *agent, const c
 /* Sets the state and whichever of the other fields are given (NULL: kept). */
 void store_update(const char *id, const char *state, const char *started_at, const char *finished_at,
 		  json_t *result, const char *error, json_t *version, bool log_truncated);
-/* The ManagedExecution for its owner, or NULL (unknown, or someone else's). */
-json_t *store_get(const char *id, const char *session, const char *agent);
+/* The ManagedExecution for its owner, or NULL (unknown, or someone else's);
+ * without its result unless with_result (a log page needs only the owner). */
+json_t *store_get(const char *id, const char *session, const char *agent, bool with_result);
 /* Appends a chunk; the cursor is the execution's next (from 1). */
-void store_append_log(const char *id, const char *stream, const char *text);
+/* Appends n chunks of one stream in one transaction: chunk i is
+ * text[ends[i - 1], ends[i]) (from 0 for the first). */
+void store_append_logs(const char *id, const char *stream, const char *text, const size_t *ends, size_t n);
 /* Up to 4 chunks after cursor; *more when others follow them. */
 json_t *store_logs(const char *id, long long cursor, long long *next, bool *more);
 

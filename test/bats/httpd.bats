@@ -147,7 +147,7 @@ teardown() { httpd_teardown; }
     total=$(jq -r '(.stdout + .stderr) | utf8bytelength' <<< "$output")
     [ "$total" -le 10000 ]
     [[ "$(jq -r '.stdout + .stderr' <<< "$output")" == *"[output truncated: exceeded 10000 bytes; set SCIENCE_AGENT_MAX_OUTPUT_BYTES=0 to disable]"* ]]
-    [ "$(jq 'has("truncated")' <<< "$output")" = false ]
+    [ "$(jq .truncated <<< "$output")" = true ]
 }
 
 @test "a client that disconnects aborts its execution: nothing left running, nothing in /status" {
