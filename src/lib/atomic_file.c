@@ -1,4 +1,5 @@
-/* atomic_file.c — temp + fsync + rename + fsync(dir), and mkdir -p. */
+/* atomic_file.c — temp + fsync + rename + fsync(dir) (the fsyncs only when
+ * durable), and mkdir -p. */
 #include "atomic_file.h"
 #include "exitcodes.h"
 #include "io.h"
@@ -37,6 +38,12 @@ static int fsync_dir(const char *dir)
 int sbx_atomic_write(const char *path, const void *buf, size_t len, mode_t mode,
 		     struct sbx_error *e)
 {
+	return sbx_atomic_replace(path, buf, len, mode, true, e);
+}
+
+int sbx_atomic_replace(const char *path, const void *buf, size_t len, mode_t mode, bool durable,
+		       struct sbx_error *e)
+{
 	char dir[PATH_MAX], tmp[PATH_MAX];
 	int fd = -1;
 
@@ -53,7 +60,7 @@ int sbx_atomic_write(const char *path, const void *buf, size_t len, mode_t mode,
 			      path, strerror(errno));
 		return -1;
 	}
-	if (fchmod(fd, mode) != 0 || sbx_write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
+	if (fchmod(fd, mode) != 0 || sbx_write_all(fd, buf, len) != 0 || (durable && fsync(fd) != 0)) {
 		int err = errno;
 		close(fd);
 		unlink(tmp);
@@ -66,7 +73,7 @@ int sbx_atomic_write(const char *path, const void *buf, size_t len, mode_t mode,
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "write-failed", "%s: cannot replace: %s", path, strerror(err));
 		return -1;
 	}
-	if (fsync_dir(dir) != 0) {
+	if (durable && fsync_dir(dir) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "write-failed", "%s: cannot sync directory: %s", dir,
 			      strerror(errno));
 		return -1;

@@ -5,6 +5,7 @@
 
 #include "error.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -12,6 +13,10 @@
  * the old content or the new, never a mix; on failure nothing is left. */
 int sbx_atomic_write(const char *path, const void *buf, size_t len, mode_t mode,
 		     struct sbx_error *e);
+/* The same; without durable, no fsync: for transient files whose loss in a
+ * power cut is harmless (a rename still shows old or new, never a mix). */
+int sbx_atomic_replace(const char *path, const void *buf, size_t len, mode_t mode, bool durable,
+		       struct sbx_error *e);
 
 /* mkdir -p: the last component is created with mode, missing parents 0755. */
 int sbx_mkdir_p(const char *path, mode_t mode, struct sbx_error *e);

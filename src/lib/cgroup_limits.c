@@ -265,6 +265,19 @@ fail:
 	return -1;
 }
 
+int sbx_cgroup_adopt(struct sbx_cgroup *cg, const struct sbx_run_limits *l, struct sbx_error *e)
+{
+	if (sbx_cgroup_probe(l) != cg->mode)
+		return 0;
+	if (cg->mode == SBX_CGROUP_NONE)
+		return l->requested && (l->memory_bytes > 0 || l->pids > 0 || l->cpu_percent > 0) ? 0 : 1;
+	/* v1: exactly the hierarchies l wants, so no default stays in one it does not. */
+	for (int i = 0; cg->mode == SBX_CGROUP_V1 && i < SBX_CG_DIRS; i++)
+		if (wanted(l, i) != (cg->dir[i][0] != '\0'))
+			return 0;
+	return set_limits(cg, l, e) == 0 ? 1 : -1;
+}
+
 /* v1 has no cgroup.kill: each member gets SIGKILL, a bounded number of
  * rounds (a fork racing the read lands in the next one). */
 static void kill_members(const char *dir)

@@ -34,6 +34,10 @@ const char *sbx_cgroup_mode_name(enum sbx_cgroup_mode mode);
  * with mode NONE (the defaults fall back to rlimits; see run_limits). */
 int sbx_cgroup_create(const char *id, const struct sbx_run_limits *l, struct sbx_cgroup *cg,
 		      struct sbx_error *e);
+/* Takes cg (made for other limits, by the same process) for l: 1 when it
+ * holds l exactly (its limits rewritten to l's), 0 when l needs another
+ * mode or other hierarchies (remove it and create anew), -1 on an error. */
+int sbx_cgroup_adopt(struct sbx_cgroup *cg, const struct sbx_run_limits *l, struct sbx_error *e);
 /* Every process in it, at once: cgroup.kill (v2), a SIGKILL per member (v1). */
 void sbx_cgroup_kill(const struct sbx_cgroup *cg);
 void sbx_cgroup_remove(struct sbx_cgroup *cg);

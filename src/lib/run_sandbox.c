@@ -69,8 +69,15 @@ static json_t *spec_for_child(const json_t *spec, int first, int *fds, size_t *n
 	return copy;
 }
 
-int sbx_sandbox_start(const char *launch, const json_t *spec, const int *cgroup_procs_fds, size_t n_cgroup_procs,
-		      int channel_fd,
+int sbx_sandbox_hold(const int *cgroup_procs_fds, size_t n_cgroup_procs, struct sbx_spawn_holder *h,
+		     struct sbx_error *e)
+{
+	struct sbx_spawn s = { .new_session = true, .die_with_parent = true, .cgroup_procs_fds = cgroup_procs_fds,
+			       .n_cgroup_procs = n_cgroup_procs };
+	return sbx_spawn_hold(&s, h, e);
+}
+
+int sbx_sandbox_start(const char *launch, const json_t *spec, struct sbx_spawn_holder *holder, int channel_fd,
 		      struct sbx_sandbox *sb, struct sbx_error *e)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 }, plan[2] = { -1, -1 };
@@ -104,9 +111,8 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, const int *cgroup_
 	const char *argv_without[] = { launch, "--info-fd", "4", "--plan-fd", "5", "/proc/self/fd/3", NULL };
 	struct sbx_spawn s = { .argv = channel_fd >= 0 ? argv_with : argv_without, .stdin_fd = in[0],
 			       .stdout_fd = out[1], .stderr_fd = err[1], .extra_fds = channel_fd >= 0 ? with : without,
-			       .n_extra = base + n_dirs, .new_session = true, .die_with_parent = true,
-			       .cgroup_procs_fds = cgroup_procs_fds, .n_cgroup_procs = n_cgroup_procs };
-	sb->pid = sbx_spawn_start(&s, NULL, e);
+			       .n_extra = base + n_dirs };
+	sb->pid = sbx_spawn_release(holder, &s, NULL, e);
 	if (sb->pid < 0)
 		goto fail;
 	close(memfd);

@@ -8,6 +8,7 @@
 #define SBX_RUN_SANDBOX_H
 
 #include "error.h"
+#include "spawn.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -26,11 +27,16 @@ struct sbx_sandbox {
 	size_t info_len;
 };
 
-/* Starts `launch` (sbx-launch) on spec. Each of the n cgroup.procs fds
- * > 0 is joined first. channel_fd >= 0: the sandbox's end of the worker
- * channel. */
-int sbx_sandbox_start(const char *launch, const json_t *spec, const int *cgroup_procs_fds, size_t n_cgroup_procs,
-		      int channel_fd, struct sbx_sandbox *sb, struct sbx_error *e);
+/* Forks the sandbox's first process ahead of time, in its own session,
+ * dying with us: it joins each of the n cgroup.procs fds > 0 at once (a
+ * cgroup v1 join waits out an RCU grace period: it runs while the caller
+ * prepares the launch) and waits for sbx_sandbox_start. */
+int sbx_sandbox_hold(const int *cgroup_procs_fds, size_t n_cgroup_procs, struct sbx_spawn_holder *h,
+		     struct sbx_error *e);
+/* Starts `launch` (sbx-launch) on spec in the held process. channel_fd
+ * >= 0: the sandbox's end of the worker channel. */
+int sbx_sandbox_start(const char *launch, const json_t *spec, struct sbx_spawn_holder *holder, int channel_fd,
+		      struct sbx_sandbox *sb, struct sbx_error *e);
 /* sbx-launch's plan ({argv, env, cwd, ...}, its --dry-run record), written
  * just before bwrap starts; NULL when the launch refused (it said why on
  * stderr). */

@@ -381,6 +381,19 @@ static int store_blob(struct commit *c, const char *text, size_t len, char diges
 	return publish(c, tmp, digest);
 }
 
+/* Whether refs/<ref> holds exactly digest (and its newline). */
+static bool ref_is(const struct commit *c, const char *ref, const char *digest)
+{
+	char path[PATH_MAX], line[160];
+	snprintf(path, sizeof(path), "%s/refs/%s", c->store, ref);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	size_t want = strlen(digest);
+	return n == (ssize_t)want + 1 && !memcmp(line, digest, want) && line[want] == '\n';
+}
+
 static int move_ref(struct commit *c, const char *ref, const char *digest)
 {
 	char path[PATH_MAX], line[160], when[32];
@@ -466,6 +479,10 @@ json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct 
 		goto done;
 	}
 	free(text);
+	/* The ref already there: nothing moves (its objects were made durable
+	 * before it was written), no sync, no log line. */
+	if (ref && ref_is(&c, ref, digest))
+		goto committed;
 	/* Every object durable before any ref can point at it. */
 	int storefd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int synced = storefd >= 0 && syncfs(storefd) == 0;
@@ -477,6 +494,7 @@ json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct 
 	}
 	if (ref && move_ref(&c, ref, digest) != 0)
 		goto done;
+committed:
 	/* Nothing rehashed and no file gone or added: the cache still holds. */
 	if (hashed || c.cache.len != files)
 		save_cache(&c, &s);

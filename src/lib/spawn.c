@@ -30,7 +30,7 @@ static void close_from(int lowest)
 }
 
 /* Runs in the child between fork and exec: async-signal-safe calls only. */
-static _Noreturn void child_exec(const struct sbx_spawn *s, int devnull, int report_fd)
+_Noreturn void sbx_spawn_child_exec(const struct sbx_spawn *s, int devnull, int report_fd)
 {
 	int src[3] = { s->stdin_fd, s->stdout_fd, s->stderr_fd };
 	int park = 3 + (int)s->n_extra + 4; /* above every target fd */
@@ -104,7 +104,7 @@ pid_t sbx_spawn_start(const struct sbx_spawn *s, int *exec_errno, struct sbx_err
 	}
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(s, devnull, report[1]);
+		sbx_spawn_child_exec(s, devnull, report[1]);
 	int fork_errno = errno;
 	if (pid > 0 && s->new_process_group && !s->new_session)
 		setpgid(pid, pid); /* both sides set it: no window where a kill misses */

@@ -29,6 +29,23 @@ struct sbx_spawn {
  * not be executed (exec's errno is in *exec_errno when not NULL). */
 pid_t sbx_spawn_start(const struct sbx_spawn *s, int *exec_errno, struct sbx_error *e);
 
+/* A start in two steps (spawn_hold.c). hold forks the child at once: it
+ * takes its session and parent-death signal and joins the cgroups of s
+ * (a cgroup v1 join waits out an RCU grace period, so it starts early
+ * and runs while the caller prepares); release then sends it argv, the
+ * environment, the working directory and the fds of a second spec, and it
+ * execs. discard kills and reaps a held child never released. */
+struct sbx_spawn_holder {
+	pid_t pid;
+	int sock;               /* our end; -1 once released or discarded */
+};
+int sbx_spawn_hold(const struct sbx_spawn *s, struct sbx_spawn_holder *h, struct sbx_error *e);
+pid_t sbx_spawn_release(struct sbx_spawn_holder *h, const struct sbx_spawn *s, int *exec_errno, struct sbx_error *e);
+void sbx_spawn_discard(struct sbx_spawn_holder *h);
+/* The child's half of a start: wires fds as s says and execs; on failure
+ * writes errno to report_fd and exits 127. */
+_Noreturn void sbx_spawn_child_exec(const struct sbx_spawn *s, int devnull, int report_fd);
+
 struct sbx_capture {
 	char *out, *err;        /* NUL-terminated, at most cap bytes each */
 	size_t out_len, err_len;

@@ -110,6 +110,7 @@ void config_load(struct config *c)
 					  "a positive integer number of milliseconds");
 	c->max_connections = integer("SCIENCE_AGENT_MAX_CONNECTIONS", 4096, 16, 1 << 20, "an integer from 16 to 1048576");
 	c->max_requests = integer("SCIENCE_AGENT_MAX_REQUESTS", 512, 1, 1 << 16, "an integer from 1 to 65536");
+	c->warm_runners = integer("SBX_WARM_RUNNERS", 2, 0, 16, "an integer from 0 to 16");
 	c->npu_broker = flag("SCIENCE_AGENT_NPU_BROKER", false);
 	c->scientific_envs = flag("SCIENTIFIC_ENVS", true);
 	if ((v = value("SCIENCE_AGENT_SANDBOX_PROVIDER", buf, sizeof(buf))) && strcmp(v, "auto") != 0 &&

@@ -34,6 +34,7 @@ struct config {
 	long long signature_max_age_ms;
 	long long max_connections;   /* SCIENCE_AGENT_MAX_CONNECTIONS: open at once; past it a request gets 503 */
 	long long max_requests;      /* SCIENCE_AGENT_MAX_REQUESTS: answered (or queued) at once; past it 503 */
+	long long warm_runners;      /* SBX_WARM_RUNNERS: sbx-run --standby kept ready (0: none) */
 	bool npu_broker;
 	bool scientific_envs;
 };

@@ -3,6 +3,7 @@
  * and have the required options), the execution store; then it serves.
  * Every execution is an sbx-run child; no sandbox logic lives here. */
 #include "httpd.h"
+#include "standby.h"
 #include "../lib/run_as.h"
 #include "store.h"
 #include "../lib/atomic_file.h"
@@ -327,6 +328,7 @@ int main(int argc, char **argv)
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");
 	sbx_diag("info", "listening", NULL, "%s", where);
+	standby_start();
 	/* Environments set themselves up in the background; /health answers throughout. */
 	if (s->cfg.scientific_envs)
 		environments_start_setup();
@@ -336,6 +338,7 @@ int main(int argc, char **argv)
 	}
 	int sig;
 	sigwait(&mask, &sig);
+	standby_stop();
 	/* Running executions are sbx-run children that die with us (their
 	 * records read "unknown" at the next start); the socket goes now. */
 	if (own_socket) /* an activated socket is systemd's to remove */

@@ -2,6 +2,7 @@
  * on stdout, diagnostics on stderr; it dies with us (PR_SET_PDEATHSIG), so
  * no sandbox outlives the server. */
 #include "runner.h"
+#include "standby.h"
 #include "../lib/clock.h"
 #include "../lib/json.h"
 #include "../lib/spawn.h"
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,17 +75,74 @@ void runner_forget(struct child *c)
 	}
 }
 
-int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
+pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, const int *fds, size_t n_fds,
+		   struct sbx_error *e)
 {
 	const struct config *cfg = &g_server.cfg;
+	char state[PATH_MAX + 32], store[PATH_MAX + 32], egress[PATH_MAX + 32], grace[16];
+	snprintf(state, sizeof(state), "%s/runner-executions/runs", cfg->data_dir);
+	snprintf(store, sizeof(store), "%s/versioning", cfg->data_dir);
+	snprintf(egress, sizeof(egress), "%s/eg", cfg->data_dir);
+	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
+	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
+			       egress, "--grace-ms", grace, "--output-by-reference", standby ? "--standby" : "-", NULL };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = stdin_fd, .stdout_fd = stdout_fd, .stderr_fd = stderr_fd,
+			       .extra_fds = fds, .n_extra = n_fds, .die_with_parent = true };
+	return sbx_spawn_start(&s, NULL, e);
+}
+
+/* Hands text (and fds, as SCM_RIGHTS with its first bytes) to sbx-run's
+ * stdin, then ends it. sbx-run reads the whole request before it says
+ * anything, so this never waits on it for long. */
+static bool send_request(int fd, const char *text, const int *fds, size_t n_fds)
+{
+	size_t n = text ? strlen(text) : 0, off = 0;
+	if (n_fds) {
+		union {
+			struct cmsghdr h;
+			char space[CMSG_SPACE(sizeof(int) * 4)];
+		} ctl;
+		memset(&ctl, 0, sizeof(ctl));
+		struct iovec iov = { (void *)text, n };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
+				      .msg_controllen = CMSG_SPACE(sizeof(int) * n_fds) };
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+		ssize_t w;
+		do
+			w = sendmsg(fd, &msg, MSG_NOSIGNAL);
+		while (w < 0 && errno == EINTR);
+		if (w <= 0)
+			return false;
+		off = (size_t)w;
+	}
+	while (off < n) {
+		ssize_t w = send(fd, text + off, n - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == ENOTSOCK)
+			w = write(fd, text + off, n - off);
+		if (w <= 0 && errno != EINTR)
+			return false;
+		off += w > 0 ? (size_t)w : 0;
+	}
+	return true;
+}
+
+int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
+{
 	unsigned char rnd[12];
-	char state[PATH_MAX + 32], store[PATH_MAX + 32], egress[PATH_MAX + 32];
 
 	if (g_server.cfg.run_retention_s)
 		sweep_runs();
 	memset(c, 0, sizeof(*c));
 	c->pid = -1;
 	c->events_fd = c->err_fd = -1;
+	if (n_fds > 4) {
+		sbx_error_set(e, 5, "spawn", "an execution takes at most 4 directories");
+		return -1;
+	}
 	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
 		sbx_error_set(e, 5, "random", "no randomness for an execution id");
 		return -1;
@@ -91,44 +150,44 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 	strcpy(c->internal_id, "h");
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(c->internal_id + 1 + 2 * i, 3, "%02x", rnd[i]);
-	snprintf(state, sizeof(state), "%s/runner-executions/runs", cfg->data_dir);
-	snprintf(store, sizeof(store), "%s/versioning", cfg->data_dir);
-	snprintf(egress, sizeof(egress), "%s/eg", cfg->data_dir);
-	snprintf(c->exec_dir, sizeof(c->exec_dir), "%s/%s", state, c->internal_id);
+	snprintf(c->exec_dir, sizeof(c->exec_dir), "%s/runner-executions/runs/%s", g_server.cfg.data_dir, c->internal_id);
 	json_object_set_new(request, "executionId", json_string(c->internal_id));
+	long long timeout = json_integer_value(json_object_get(request, "timeoutMs"));
+	c->hard_deadline_ms = timeout > 0 ? sbx_mono_ms() + timeout + RUNNER_GRACE_MS + RUNNER_KILL_GRACE_MS : 0;
+	char *text = json_dumps(request, JSON_COMPACT);
 
+	/* A warm sbx-run when one is ready: its directories go over its socket. */
+	struct standby warm;
+	if (text && standby_take(&warm)) {
+		bool sent = send_request(warm.sock, text, fds, n_fds);
+		close(warm.sock);
+		if (sent) {
+			c->pid = warm.pid;
+			c->events_fd = warm.events_fd;
+			c->err_fd = warm.err_fd;
+			free(text);
+			return 0;
+		}
+		standby_discard(&warm); /* it died waiting: this request starts one cold */
+	}
 	int in[2], out[2], err[2];
 	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+		free(text);
 		sbx_error_set(e, 6, "pipe", "cannot create pipes: %s", strerror(errno));
 		return -1;
 	}
-	char grace[16];
-	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
-	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
-			       egress, "--grace-ms", grace, "--output-by-reference", "-", NULL };
-	long long timeout = json_integer_value(json_object_get(request, "timeoutMs"));
-	c->hard_deadline_ms = timeout > 0 ? sbx_mono_ms() + timeout + RUNNER_GRACE_MS + RUNNER_KILL_GRACE_MS : 0;
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
-			       .extra_fds = fds, .n_extra = n_fds, .die_with_parent = true };
-	c->pid = sbx_spawn_start(&s, NULL, e);
+	c->pid = runner_spawn(false, in[0], out[1], err[1], fds, n_fds, e);
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
 	if (c->pid < 0) {
+		free(text);
 		close(in[1]);
 		close(out[0]);
 		close(err[0]);
 		return -1;
 	}
-	/* sbx-run reads the whole request before it says anything. */
-	char *text = json_dumps(request, JSON_COMPACT);
-	size_t n = text ? strlen(text) : 0, off = 0;
-	while (off < n) {
-		ssize_t w = write(in[1], text + off, n - off);
-		if (w <= 0 && errno != EINTR)
-			break;
-		off += w > 0 ? (size_t)w : 0;
-	}
+	send_request(in[1], text, NULL, 0);
 	free(text);
 	close(in[1]);
 	c->events_fd = out[0];

@@ -30,6 +30,10 @@ static inline bool runner_ran(const struct child *c)
 	return c->exit_code == 0 || c->exit_code == 1;
 }
 
+/* Spawns sbx-run with the server's options (as a --standby or reading
+ * its request from stdin), fds as its fds 3, 4, ...; dies with us. */
+pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, const int *fds, size_t n_fds,
+		   struct sbx_error *e);
 /* Starts sbx-run for request (its executionId is set here); fds become its
  * fds 3, 4, ... (the directories the request names as "fd:N"). */
 int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e);

@@ -52,6 +52,10 @@ static void usage(FILE *out)
 		"  --no-snapshot         skip the snapshot\n"
 		"  --output-by-reference the result names stdout and stderr (streams.*.path, bytes,\n"
 		"                        sha256) instead of carrying their text\n"
+		"  --standby             start before the request: narrow, make the cgroups and fork the\n"
+		"                        sandbox's first process, then read the request from the Unix\n"
+		"                        socket on stdin (its directories as SCM_RIGHTS, placed at fds\n"
+		"                        3-6, which must be open placeholders); EOF with none: exit 0\n"
 		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n"
 		"  --platform-deadline-ms N  the platform ends this job N ms after sbx-run starts\n"
 		"                        (a job's wall clock; timeoutMs stays exact)\n"
@@ -144,17 +148,41 @@ static int workload_identity(struct run *r, const struct sbx_run_as *who, struct
 }
 
 /* The run's cgroups, made with dac_override raised; then it is dropped. */
-static int create_cgroups(struct run *r, struct sbx_error *e)
+static int create_cgroups(struct run *r, const char *id, const struct sbx_run_limits *limits, struct sbx_error *e)
 {
 	if (!r->dev_mode && (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_CAPS) != 0))
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot raise dac_override for the cgroups"), -1;
-	int rc = sbx_cgroup_create(r->req.execution_id, &r->req.limits, &r->cg, e);
+	int rc = sbx_cgroup_create(id, limits, &r->cg, e);
 	if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_DAC_OVERRIDE) != 0 ||
 			     capng_apply(CAPNG_SELECT_CAPS) != 0)) {
 		sbx_cgroup_remove(&r->cg);
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot drop dac_override"), -1;
 	}
 	return rc;
+}
+
+/* The sandbox's first process, forked now: its cgroup join (an RCU grace
+ * period on cgroup v1) runs while the rest is prepared. A failure is kept
+ * for the run to report. */
+static void hold_launch(struct run *r, const char *id, const struct sbx_run_limits *limits)
+{
+	memset(&r->held_error, 0, sizeof(r->held_error));
+	if ((create_cgroups(r, id, limits, &r->held_error) != 0 ||
+	     sbx_sandbox_hold(r->cg.procs_fd, SBX_CG_DIRS, &r->held, &r->held_error) != 0) &&
+	    !r->held_error.exit_code)
+		r->held_error.exit_code = SBX_EXIT_INTERNAL;
+}
+
+/* A standby's cgroups were made for the default limits: kept when they
+ * hold the request's exactly, else made again for it. */
+static void adopt_launch(struct run *r)
+{
+	struct sbx_error e;
+	if (!r->held_error.exit_code && sbx_cgroup_adopt(&r->cg, &r->req.limits, &e) == 1)
+		return;
+	sbx_spawn_discard(&r->held);
+	sbx_cgroup_remove(&r->cg);
+	hold_launch(r, r->req.execution_id, &r->req.limits);
 }
 
 /* `sbx-run verify --key-file K [EVENTS|-]`: where a signed stream breaks. */
@@ -193,7 +221,7 @@ static void record_supervisor(struct run *r)
 	char *text = NULL;
 	if (asprintf(&text, "{\"pid\":%d,\"startTime\":\"%s\"}\n", (int)getpid(), start) > 0) {
 		snprintf(path, sizeof(path), "%s/supervisor.json", r->exec_dir);
-		sbx_atomic_write(path, text, strlen(text), 0600, &e);
+		sbx_atomic_replace(path, text, strlen(text), 0600, false, &e); /* no process outlives a power cut */
 	}
 	free(text);
 }
@@ -205,7 +233,7 @@ static int record_spec(struct run *r, struct sbx_error *e)
 	char *text = json_dumps(r->req.spec, JSON_COMPACT);
 	char path[PATH_MAX + 256];
 	snprintf(path, sizeof(path), "%s/launch-spec.json", r->exec_dir);
-	int rc = text ? sbx_atomic_write(path, text, strlen(text), 0600, e) : -1;
+	int rc = text ? sbx_atomic_replace(path, text, strlen(text), 0600, false, e) : -1; /* a record, never read back */
 	free(text);
 	return rc;
 }
@@ -289,8 +317,8 @@ static int execute(struct run *r, struct sbx_error *e)
 	if (r->req.max_workspace_bytes)
 		json_object_set_new(r->req.spec, "fileSizeLimitBytes",
 				    json_integer((json_int_t)(r->req.max_workspace_bytes - r->quota_bytes) + 1));
-	if (create_cgroups(r, e) != 0)
-		return fail(r, e);
+	if (r->held_error.exit_code) /* the cgroups or the held launch, made at the start */
+		return fail(r, &r->held_error);
 	/* No cgroup to hold the memory bound: the address space stands in. */
 	if (r->cg.mode == SBX_CGROUP_NONE && r->req.limits.memory_bytes > 0)
 		json_object_set_new(r->req.spec, "maxAddressSpaceBytes",
@@ -300,7 +328,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	if (sbx_snap_scan_at(r->req.ws.fd, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
-	    sbx_sandbox_start(r->launch, r->req.spec, r->cg.procs_fd, SBX_CG_DIRS, r->worker.sandbox_end, &r->sb, e) != 0)
+	    sbx_sandbox_start(r->launch, r->req.spec, &r->held, r->worker.sandbox_end, &r->sb, e) != 0)
 		return fail(r, e);
 	close(r->worker.sandbox_end);
 	r->worker.sandbox_end = -1;
@@ -422,6 +450,7 @@ int main(int argc, char **argv)
 		{ "snapshot-store", required_argument, NULL, 'S' },
 		{ "no-snapshot", no_argument, NULL, 'n' },
 		{ "output-by-reference", no_argument, NULL, 'O' },
+		{ "standby", no_argument, NULL, 'W' },
 		{ "grace-ms", required_argument, NULL, 'g' },
 		{ "deadline-reserve-ms", required_argument, NULL, 'R' },
 		{ "platform-deadline-ms", required_argument, NULL, 'P' },
@@ -438,7 +467,7 @@ int main(int argc, char **argv)
 	struct run *r = &run;
 	struct sbx_error e;
 	const char *state = NULL, *store = NULL, *egress = NULL;
-	bool no_snapshot = false;
+	bool no_snapshot = false, standby = false;
 	int c;
 
 	sbx_diag_program("sbx-run");
@@ -457,6 +486,7 @@ int main(int argc, char **argv)
 		r->cg.procs_fd[i] = -1;
 	r->egress_lock_fd = -1;
 	r->workload_uid = -1;
+	r->held.pid = r->held.sock = -1;
 	r->egress_idle_s = 300;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -465,6 +495,7 @@ int main(int argc, char **argv)
 		case 'S': store = optarg; break;
 		case 'n': no_snapshot = true; break;
 		case 'O': r->output_by_reference = true; break;
+		case 'W': standby = true; break;
 		case 'g': r->grace_ms = (int)sbx_cli_parse_long("--grace-ms", optarg, 0, 3600000); break;
 		case 'R': r->reserve_ms = (int)sbx_cli_parse_long("--deadline-reserve-ms", optarg, 0, 3600000); break;
 		case 'P': r->platform_deadline_ms = sbx_cli_parse_long("--platform-deadline-ms", optarg, 1, 86400000LL * 30); break;
@@ -511,8 +542,29 @@ int main(int argc, char **argv)
 			sbx_cli_usage_error("sbx-run", "--snapshot-store: path too long");
 	}
 
-	/* 1. The request, whole, before anything is created. */
-	json_t *doc = sbx_json_load(optind < argc ? argv[optind] : "-", REQUEST_CAP, &e);
+	/* 1. The request, whole, before anything is created; a standby is
+	 * narrowed and holds its launch while it waits for it. */
+	json_t *doc = NULL;
+	if (standby) {
+		if (optind < argc || !run_standby_placeholders())
+			sbx_cli_usage_error("sbx-run", "--standby reads its request from a socket on stdin, with fds 3-6 open");
+		struct sbx_run_limits defaults;
+		if (isolate(r, &e) != 0 || sbx_run_limit_defaults(&defaults, &e) != 0)
+			sbx_die(&e);
+		hold_launch(r, "standby", &defaults);
+		size_t len;
+		char *text = run_standby_request(REQUEST_CAP, &len, &e);
+		if (text && len == 0) { /* released unused: nothing to report */
+			free(text);
+			sbx_spawn_discard(&r->held);
+			sbx_cgroup_remove(&r->cg);
+			return SBX_EXIT_OK;
+		}
+		doc = text ? sbx_json_parse(text, len, "request", &e) : NULL;
+		free(text);
+	} else {
+		doc = sbx_json_load(optind < argc ? argv[optind] : "-", REQUEST_CAP, &e);
+	}
 	if (!doc || sbx_run_request_parse(doc, &r->req, &e) != 0)
 		sbx_die(&e);
 	if (sbx_sibling_program("sbx-launch", r->launch, sizeof(r->launch)) != 0) {
@@ -539,8 +591,13 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	}
 	record_supervisor(r);
-	if (isolate(r, &e) != 0)
-		sbx_die(&e);
+	if (standby) {
+		adopt_launch(r);
+	} else {
+		if (isolate(r, &e) != 0)
+			sbx_die(&e);
+		hold_launch(r, r->req.execution_id, &r->req.limits);
+	}
 	if (r->dev_mode)
 		run_event("mode", r, json_pack("{s:b,s:s}", "devMode", 1, "note",
 					      "not started as root: the workload runs as this uid inside bwrap's user "
@@ -591,5 +648,7 @@ int main(int argc, char **argv)
 		close(dirfd);
 	}
 	worker_close(&r->worker);
+	sbx_spawn_discard(&r->held); /* a run that never launched */
+	sbx_cgroup_remove(&r->cg);
 	return status;
 }

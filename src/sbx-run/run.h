@@ -46,6 +46,8 @@ struct run {
 	struct sbx_output out;
 	struct sbx_sandbox sb;
 	struct sbx_cgroup cg;
+	struct sbx_spawn_holder held; /* the sandbox's first process, forked at the start */
+	struct sbx_error held_error;  /* why the cgroups or the hold failed (exit_code 0: they did not) */
 	long long started_at_ms, finished_at_ms;
 	int wait_status;
 	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
@@ -68,6 +70,13 @@ int run_supervise(struct run *r, struct sbx_error *e);
 int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);
 /* devices.c: re-probes the requested chips and adds their fragment to the spec. */
 int run_devices_attach(struct run *r, struct sbx_error *e);
+
+/* standby.c: fds 3 .. 3 + STANDBY_FDS - 1 are placeholders while a
+ * standby waits; the request's directories take their places. */
+#define STANDBY_FDS 4
+bool run_standby_placeholders(void);
+/* The request from the socket on stdin (at most cap bytes, NUL-ended). */
+char *run_standby_request(size_t cap, size_t *len, struct sbx_error *e);
 
 /* report.c */
 long long run_now_ms(void);

@@ -87,7 +87,9 @@ owner='sessionId=s1&agentId=main'
     marker="sbx-managed-$$-$RANDOM"
     signed /shell-executions "$(shell_request w1 "sleep 60 # $marker")"
     wait_state w1 running
-    sup=$(pgrep -P "$HTTPD_PID" -f sbx-run)
+    # The supervisor of this run (warm standbys wait beside it) says its pid in its run directory.
+    sup=$(jq -r .pid "$WORK"/data/runner-executions/runs/*/supervisor.json)
+    [ "$(ps -o ppid= -p "$sup" | tr -d ' ')" = "$HTTPD_PID" ]
     kill -STOP "$sup"
     api POST "/shell-executions/w1/cancel?$owner"
     [ "$status_code" = 202 ]
