@@ -85,7 +85,8 @@ pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, con
 	snprintf(egress, sizeof(egress), "%s/eg", cfg->data_dir);
 	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
 	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
-			       egress, "--grace-ms", grace, "--output-by-reference", standby ? "--standby" : "-", NULL };
+			       egress, "--grace-ms", grace, "--output-by-reference", "--transient",
+			       standby ? "--standby" : "-", NULL };
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = stdin_fd, .stdout_fd = stdout_fd, .stderr_fd = stderr_fd,
 			       .extra_fds = fds, .n_extra = n_fds, .die_with_parent = true };
 	return sbx_spawn_start(&s, NULL, e);

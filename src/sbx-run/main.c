@@ -52,6 +52,8 @@ static void usage(FILE *out)
 		"  --no-snapshot         skip the snapshot\n"
 		"  --output-by-reference the result names stdout and stderr (streams.*.path, bytes,\n"
 		"                        sha256) instead of carrying their text\n"
+		"  --transient           the caller reads the finished event and removes the execution\n"
+		"                        directory: result.json is replaced atomically but not fsynced\n"
 		"  --standby             start before the request: narrow, make the cgroups and fork the\n"
 		"                        sandbox's first process, then read the request from the Unix\n"
 		"                        socket on stdin (its directories as SCM_RIGHTS, placed at fds\n"
@@ -451,6 +453,7 @@ int main(int argc, char **argv)
 		{ "no-snapshot", no_argument, NULL, 'n' },
 		{ "output-by-reference", no_argument, NULL, 'O' },
 		{ "standby", no_argument, NULL, 'W' },
+		{ "transient", no_argument, NULL, 'T' },
 		{ "grace-ms", required_argument, NULL, 'g' },
 		{ "deadline-reserve-ms", required_argument, NULL, 'R' },
 		{ "platform-deadline-ms", required_argument, NULL, 'P' },
@@ -496,6 +499,7 @@ int main(int argc, char **argv)
 		case 'n': no_snapshot = true; break;
 		case 'O': r->output_by_reference = true; break;
 		case 'W': standby = true; break;
+		case 'T': r->transient = true; break;
 		case 'g': r->grace_ms = (int)sbx_cli_parse_long("--grace-ms", optarg, 0, 3600000); break;
 		case 'R': r->reserve_ms = (int)sbx_cli_parse_long("--deadline-reserve-ms", optarg, 0, 3600000); break;
 		case 'P': r->platform_deadline_ms = sbx_cli_parse_long("--platform-deadline-ms", optarg, 1, 86400000LL * 30); break;
@@ -619,7 +623,7 @@ int main(int argc, char **argv)
 	else
 		execute(r, &e);
 
-	/* 4. The result, durable before the lease goes. */
+	/* 4. The result, durable (unless --transient) before the lease goes. */
 	json_t *result = run_result(r);
 	if (run_write_result(r, result, &e) != 0) {
 		sbx_diag_error(&e);

@@ -129,7 +129,7 @@ int run_write_result(struct run *r, json_t *result, struct sbx_error *e)
 	char path[PATH_MAX + 256];
 	char *text = json_dumps(result, JSON_COMPACT);
 	snprintf(path, sizeof(path), "%s/result.json", r->exec_dir);
-	int rc = text ? sbx_atomic_write(path, text, strlen(text), 0600, e) : -1;
+	int rc = text ? sbx_atomic_replace(path, text, strlen(text), 0600, !r->transient, e) : -1;
 	free(text);
 	return rc;
 }
