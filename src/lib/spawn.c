@@ -29,6 +29,20 @@ static void close_from(int lowest)
 		close((int)fd);
 }
 
+int sbx_spawn_child_setup(const struct sbx_spawn *s)
+{
+	if (s->new_session)
+		setsid();
+	else if (s->new_process_group)
+		setpgid(0, 0);
+	if (s->die_with_parent)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	for (size_t i = 0; i < s->n_cgroup_procs; i++)
+		if (s->cgroup_procs_fds[i] > 0 && write(s->cgroup_procs_fds[i], "0", 1) != 1)
+			return errno ? errno : EIO;
+	return 0;
+}
+
 /* Runs in the child between fork and exec: async-signal-safe calls only. */
 _Noreturn void sbx_spawn_child_exec(const struct sbx_spawn *s, int devnull, int report_fd)
 {
@@ -38,15 +52,11 @@ _Noreturn void sbx_spawn_child_exec(const struct sbx_spawn *s, int devnull, int 
 	sigset_t none;
 	size_t total = 3 + s->n_extra;
 
-	if (s->new_session)
-		setsid();
-	else if (s->new_process_group)
-		setpgid(0, 0);
-	if (s->die_with_parent)
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-	for (size_t i = 0; i < s->n_cgroup_procs; i++)
-		if (s->cgroup_procs_fds[i] > 0 && write(s->cgroup_procs_fds[i], "0", 1) != 1)
-			goto fail;
+	int setup = sbx_spawn_child_setup(s);
+	if (setup != 0) {
+		errno = setup;
+		goto fail;
+	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);

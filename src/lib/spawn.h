@@ -42,6 +42,9 @@ struct sbx_spawn_holder {
 int sbx_spawn_hold(const struct sbx_spawn *s, struct sbx_spawn_holder *h, struct sbx_error *e);
 pid_t sbx_spawn_release(struct sbx_spawn_holder *h, const struct sbx_spawn *s, int *exec_errno, struct sbx_error *e);
 void sbx_spawn_discard(struct sbx_spawn_holder *h);
+/* In a child: its session or group, parent-death signal and cgroups as s
+ * says; 0 or the errno of a failed join. */
+int sbx_spawn_child_setup(const struct sbx_spawn *s);
 /* The child's half of a start: wires fds as s says and execs; on failure
  * writes errno to report_fd and exits 127. */
 _Noreturn void sbx_spawn_child_exec(const struct sbx_spawn *s, int devnull, int report_fd);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,17 +96,7 @@ int sbx_spawn_hold(const struct sbx_spawn *s, struct sbx_spawn_holder *h, struct
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(sv[0]);
-		if (s->new_session)
-			setsid();
-		else if (s->new_process_group)
-			setpgid(0, 0);
-		if (s->die_with_parent)
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int join_errno = 0;
-		for (size_t i = 0; i < s->n_cgroup_procs && !join_errno; i++)
-			if (s->cgroup_procs_fds[i] > 0 && write(s->cgroup_procs_fds[i], "0", 1) != 1)
-				join_errno = errno ? errno : EIO;
-		held_child(sv[1], join_errno);
+		held_child(sv[1], sbx_spawn_child_setup(s));
 	}
 	int fork_errno = errno;
 	close(sv[1]);

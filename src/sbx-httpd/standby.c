@@ -80,6 +80,17 @@ static void *keeper(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&pool.lock);
+	/* Their parent-death signal follows this thread: it outlives them.
+	 * EOF with no request: each removes its cgroups and exits 0. */
+	for (int i = 0; i < pool.n; i++)
+		close(pool.ready[i].sock);
+	for (int i = 0; i < pool.n; i++) {
+		while (waitpid(pool.ready[i].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(pool.ready[i].events_fd);
+		close(pool.ready[i].err_fd);
+	}
+	pool.n = 0;
 	return NULL;
 }
 
@@ -121,14 +132,4 @@ void standby_stop(void)
 	pthread_cond_signal(&pool.wanted);
 	pthread_mutex_unlock(&pool.lock);
 	pthread_join(pool.thread, NULL);
-	/* EOF with no request: each removes its cgroups and exits 0. */
-	for (int i = 0; i < pool.n; i++)
-		close(pool.ready[i].sock);
-	for (int i = 0; i < pool.n; i++) {
-		while (waitpid(pool.ready[i].pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		close(pool.ready[i].events_fd);
-		close(pool.ready[i].err_fd);
-	}
-	pool.n = 0;
 }

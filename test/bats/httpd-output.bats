@@ -76,3 +76,36 @@ nul_heavy() { for i in $(seq 40); do head -c 250000 /dev/zero; printf 'line %d Ã
     [ "$(sha256sum < "$WORK/logs/stdout")" = "$(ascii_100mb | sha256sum)" ]
     [ "$(sha256sum < "$WORK/logs/stderr")" = "$(nul_heavy | sha256sum)" ]
 }
+
+@test "warm sbx-run standbys: the pool stays full, each execution takes one with its own workspace fd, and at shutdown none is left, nor a cgroup" {
+    standbys() { pgrep -P "$HTTPD_PID" -f -- '--standby' | sort; }
+    for _ in $(seq 100); do [ "$(standbys | wc -l)" = 2 ] && break; read -rt 0.05 <> <(:) || true; done
+    [ "$(standbys | wc -l)" = 2 ]
+    first=$(standbys)
+    mkdir -p "$WORK/data/projects/p2" && chmod 777 "$WORK/data/projects/p2"
+    for i in 1 2 3; do
+        signed /execute-shell "$(shell_request warm$i "echo run$i > mark$i; cat mark$i")"
+        [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = "run$i" ]
+        # The same pool, another workspace: its directory came over the socket, not another's.
+        signed /execute-shell "$(shell_request other$i "ls" | jq -c --arg ws "$WORK/data/projects/p2" '.workspaceRoot = $ws')"
+        [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = "" ]
+    done
+    [ "$(cat "$PROJECT/mark3")" = run3 ]
+    # Taken ones were replaced by new processes.
+    for _ in $(seq 100); do [ "$(standbys | wc -l)" = 2 ] && break; read -rt 0.05 <> <(:) || true; done
+    [ "$(standbys | wc -l)" = 2 ] && [ "$(comm -12 <(echo "$first") <(standbys) | wc -l)" = 0 ]
+    pids=$(standbys)
+    httpd_stop
+    for pid in $pids; do timeout 10 tail --pid="$pid" -f /dev/null; done
+    for pid in $pids; do ! kill -0 "$pid" 2>/dev/null; done
+    # Each removed its cgroups on the way out (as root, on a cgroup host).
+    for pid in $pids; do [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name "sbx-$pid-standby" 2>/dev/null)" ]; done
+}
+
+@test "SBX_WARM_RUNNERS=0: no standby, every execution starts its sbx-run cold" {
+    httpd_stop
+    httpd_start SBX_WARM_RUNNERS=0
+    signed /execute-shell "$(shell_request cold1 'echo cold')"
+    [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = cold ]
+    [ -z "$(pgrep -P "$HTTPD_PID" -f -- '--standby')" ]
+}

@@ -7,6 +7,7 @@
 
 #include "exitcodes.h"
 #include "json.h"
+#include "json_escape.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,33 @@ static void readings_are_numbers_or_null(void **state)
 	}
 }
 
+/* The escaper fed in pieces of every size writes what jansson writes for
+ * the same bytes made lossy whole: split characters, invalid bytes, NUL. */
+static void escaper_in_pieces_matches_the_whole_string(void **state)
+{
+	(void)state;
+	static const unsigned char sample[] = "a\"b\\c\n\t\x01\x00\x7f \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 "
+					      "\xff \xc3 \xe2\x82 \xf0\x9f\x98 \xed\xa0\x80 \xc0\xaf \xf4\x90\x80\x80 end\xe2\x82";
+	size_t n = sizeof(sample) - 1;
+	json_t *whole = sbx_json_stringn_lossy((const char *)sample, n);
+	char *want = json_dumps(whole, JSON_ENCODE_ANY);
+	json_decref(whole);
+	size_t want_len = strlen(want) - 2; /* without the quotes */
+	for (size_t piece = 1; piece <= n; piece++) {
+		struct sbx_json_escaper x = { 0 };
+		char out[SBX_JSON_ESCAPE_BOUND(sizeof(sample)) * 2];
+		size_t len = 0;
+		for (size_t at = 0; at < n; at += piece) {
+			size_t k = n - at < piece ? n - at : piece;
+			len += sbx_json_escape(&x, sample + at, k, false, out + len);
+		}
+		len += sbx_json_escape(&x, "", 0, true, out + len);
+		assert_int_equal(len, want_len);
+		assert_memory_equal(out, want + 1, want_len);
+	}
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +180,7 @@ int main(void)
 		cmocka_unit_test(non_object_is_refused),
 		cmocka_unit_test(load_refuses_input_over_the_cap),
 		cmocka_unit_test(lossy_string_replaces_invalid_utf8),
+		cmocka_unit_test(escaper_in_pieces_matches_the_whole_string),
 	};
 	return cmocka_run_group_tests_name("json", tests, NULL, NULL);
 }

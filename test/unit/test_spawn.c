@@ -135,6 +135,67 @@ static void last_line_skips_blank_lines_and_trims(void **state)
 	assert_string_equal(out, "only");
 }
 
+/* A held child runs what it is sent at release: argv, the environment of
+ * that moment, the cwd, and the fds it is given (stdout, extra fd 3). */
+static void held_child_runs_what_it_is_released_with(void **state)
+{
+	(void)state;
+	struct sbx_error e;
+	struct sbx_spawn_holder h;
+	struct sbx_spawn none = { .new_session = true };
+	assert_int_equal(sbx_spawn_hold(&none, &h, &e), 0);
+	int out[2], extra[2];
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(extra), 0);
+	assert_int_equal(write(extra[1], "via-3", 5), 5);
+	close(extra[1]);
+	setenv("SBX_HELD_TEST", "set-after-hold", 1);
+	const char *argv[] = { "/bin/sh", "-c", "echo \"$SBX_HELD_TEST $(pwd) $(cat <&3) $(ps -o sid= -p $$ | tr -d ' ')\"",
+			       NULL };
+	char *env_copy[] = { "SBX_HELD_TEST=set-after-hold", "PATH=/usr/bin:/bin", NULL };
+	struct sbx_spawn s = { .argv = argv, .envp = env_copy, .stdin_fd = -1, .stdout_fd = out[1], .stderr_fd = -1,
+			       .extra_fds = &extra[0], .n_extra = 1, .cwd = "/" };
+	pid_t held = h.pid;
+	pid_t pid = sbx_spawn_release(&h, &s, NULL, &e);
+	assert_int_equal(pid, held);
+	close(out[1]);
+	close(extra[0]);
+	char buf[256] = "";
+	ssize_t n = read(out[0], buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	char want[256];
+	snprintf(want, sizeof(want), "set-after-hold / via-3 %d\n", (int)pid); /* its own session */
+	assert_string_equal(buf, want);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(out[0]);
+	unsetenv("SBX_HELD_TEST");
+}
+
+static void held_child_reports_exec_failure_and_discard_reaps(void **state)
+{
+	(void)state;
+	struct sbx_error e;
+	struct sbx_spawn_holder h;
+	struct sbx_spawn none = { 0 };
+	assert_int_equal(sbx_spawn_hold(&none, &h, &e), 0);
+	const char *argv[] = { "/nonexistent/program", NULL };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1 };
+	int err = 0;
+	assert_int_equal(sbx_spawn_release(&h, &s, &err, &e), -1);
+	assert_int_equal(err, ENOENT);
+	assert_int_equal(h.pid, -1);
+	/* Never released: discard kills and reaps it (no zombie left). */
+	assert_int_equal(sbx_spawn_hold(&none, &h, &e), 0);
+	pid_t pid = h.pid;
+	sbx_spawn_discard(&h);
+	assert_int_equal(h.pid, -1);
+	assert_int_equal(kill(pid, 0), -1);
+	assert_int_equal(errno, ESRCH);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -146,6 +207,8 @@ int main(void)
 		cmocka_unit_test(exec_failure_is_reported_with_errno),
 		cmocka_unit_test(no_shell_interprets_arguments),
 		cmocka_unit_test(last_line_skips_blank_lines_and_trims),
+		cmocka_unit_test(held_child_runs_what_it_is_released_with),
+		cmocka_unit_test(held_child_reports_exec_failure_and_discard_reaps),
 	};
 	return cmocka_run_group_tests_name("spawn", tests, NULL, NULL);
 }
