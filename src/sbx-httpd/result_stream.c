@@ -2,6 +2,7 @@
  * result's JSON up to its closing brace, then "stdout" and "stderr" read
  * from their files a block at a time and escaped, then the brace. */
 #include "result_stream.h"
+#include "httpd.h"
 #include "../lib/json_escape.h"
 
 #include <errno.h>
@@ -13,6 +14,9 @@
 
 #define READ_BLOCK 32768
 #define WHOLE_MAX (256u << 10) /* outputs this small: one buffer with a Content-Length */
+/* A reader slower than this after CONNECTION_IDLE_S is cut: the answer's
+ * files (unlinked, still open) hold disk while it is read. */
+#define READ_MIN_RATE (64u << 10)
 
 enum part { PREFIX, STDOUT, MIDDLE, STDERR, SUFFIX, DONE };
 
@@ -24,6 +28,8 @@ struct stream {
 	char in[READ_BLOCK];
 	char out[SBX_JSON_ESCAPE_BOUND(READ_BLOCK) + 32];
 	size_t out_len, out_off;        /* what is escaped and not yet sent */
+	long long started_ms;
+	unsigned long long sent;
 };
 
 static void put(struct stream *s, const char *text)
@@ -80,6 +86,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		return (ssize_t)n;
 	}
+	long long elapsed = sbx_mono_ms() - s->started_ms;
+	if (elapsed > CONNECTION_IDLE_S * 1000LL && s->sent < (unsigned long long)(elapsed / 1000) * READ_MIN_RATE)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	while (s->out_off == s->out_len) {
 		if (s->part == DONE)
 			return MHD_CONTENT_READER_END_OF_STREAM;
@@ -89,6 +98,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	size_t n = s->out_len - s->out_off < max ? s->out_len - s->out_off : max;
 	memcpy(buf, s->out + s->out_off, n);
 	s->out_off += n;
+	s->sent += n;
 	return (ssize_t)n;
 }
 
@@ -138,6 +148,7 @@ struct MHD_Response *result_stream_response(json_t *rest, const int fds[2])
 	text[n - 1] = '\0';
 	s->prefix = text;
 	s->part = PREFIX;
+	s->started_ms = sbx_mono_ms();
 	s->fds[0] = fds[0];
 	s->fds[1] = fds[1];
 	struct stat st[2];
