@@ -8,7 +8,7 @@
 
 static size_t escape_byte(unsigned char c, char *out)
 {
-	static const char hex[] = "0123456789abcdef";
+	static const char hex[] = "0123456789ABCDEF";
 	switch (c) {
 	case '"': memcpy(out, "\\\"", 2); return 2;
 	case '\\': memcpy(out, "\\\\", 2); return 2;
@@ -85,4 +85,20 @@ size_t sbx_json_escape(struct sbx_json_escaper *x, const void *in, size_t n, boo
 	x->n_carry = n - used;
 	memcpy(x->carry, p + used, x->n_carry);
 	return o;
+}
+
+size_t sbx_json_escaped_prefix(const void *in, size_t n, size_t budget)
+{
+	const unsigned char *p = in;
+	size_t i = 0, used = 0;
+	char scratch[6];
+	while (i < n) {
+		int len = p[i] < 0x80 ? 1 : sbx_utf8_sequence(p + i, n - i);
+		size_t cost = p[i] < 0x80 ? escape_byte(p[i], scratch) : len > 0 ? (size_t)len : 3;
+		if (used + cost > budget)
+			break;
+		used += cost;
+		i += len > 0 ? (size_t)len : 1;
+	}
+	return i;
 }

@@ -19,4 +19,8 @@ struct sbx_json_escaper {
  * the next call, or becomes U+FFFD when final. Returns the bytes written. */
 size_t sbx_json_escape(struct sbx_json_escaper *x, const void *in, size_t n, bool final, char *out);
 
+/* How many bytes of in[0, n) (whole characters) escape into at most
+ * budget bytes, counted as sbx_json_escape writes them (final). */
+size_t sbx_json_escaped_prefix(const void *in, size_t n, size_t budget);
+
 #endif

@@ -16,7 +16,7 @@
 
 #define CHUNK_UNITS 4096 /* JavaScript string length: UTF-16 code units */
 #define TAIL_READ (1u << 20) /* output read per step: one transaction of chunks */
-#define RECORD_TEXT_MAX (16u << 20) /* of each output in the record's result; the logs hold all */
+#define RECORD_TEXT_MAX (4u << 20) /* bytes of JSON of each output in the record's result; the logs hold all */
 
 struct tail {
 	const char *stream;
@@ -99,6 +99,17 @@ static void tail_read(struct managed_run *m, struct tail *t)
 			store_chunks(m->x.id, t->stream, json_string_value(text), json_string_length(text));
 		json_decref(text);
 	}
+}
+
+/* At the end: a character the writer never finished is U+FFFD, as in the
+ * record, not dropped. */
+static void tail_flush(struct managed_run *m, struct tail *t)
+{
+	json_t *text = t->n_pending ? sbx_json_stringn_lossy(t->pending, t->n_pending) : NULL;
+	if (text && json_string_length(text))
+		store_chunks(m->x.id, t->stream, json_string_value(text), json_string_length(text));
+	json_decref(text);
+	t->n_pending = 0;
 }
 
 static bool tick(void *arg)
@@ -191,6 +202,8 @@ static void *worker(void *arg)
 			m->child = &c;
 			runner_wait(&c, tick, m);
 			tick(m);
+			tail_flush(m, &m->tails[0]);
+			tail_flush(m, &m->tails[1]);
 			finish(m, &c);
 			m->child = NULL;
 			runner_forget(&c); /* its logs and result are in SQLite now */

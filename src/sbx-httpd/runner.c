@@ -5,6 +5,7 @@
 #include "standby.h"
 #include "../lib/clock.h"
 #include "../lib/json.h"
+#include "../lib/json_escape.h"
 #include "../lib/spawn.h"
 #include "../lib/tree_remove.h"
 
@@ -23,7 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define EVENT_LINE_MAX (4u << 20) /* a finished event names the outputs, never carries them */
+/* A finished event names the outputs, never carries them; its file lists
+ * (createdFiles, ...) still grow with the workspace. */
+#define EVENT_LINE_MAX (64u << 20)
 
 #define SWEEP_MAX 64 /* run directories one start removes at most */
 
@@ -225,6 +228,7 @@ static void on_diag(struct child *c, const char *line, size_t len)
 struct lines {
 	char *buf;
 	size_t len, cap;
+	bool dropped;            /* a line over EVENT_LINE_MAX was thrown away */
 };
 
 /* Reads what fd has; calls each(line) per complete line. false at EOF. */
@@ -235,6 +239,7 @@ static bool read_lines(int fd, struct lines *l, struct child *c, void (*each)(st
 		char *grown = cap <= EVENT_LINE_MAX ? realloc(l->buf, cap) : NULL;
 		if (!grown) {
 			l->len = 0; /* an overlong line is dropped, never trusted in part */
+			l->dropped = true;
 		} else {
 			l->buf = grown;
 			l->cap = cap;
@@ -282,6 +287,9 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
 	}
 	free(out.buf);
 	free(err.buf);
+	if (out.dropped && !c->result)
+		snprintf(c->diag, sizeof(c->diag), "sbx-run's result was over %u MiB (its file lists); it was not read",
+			 EVENT_LINE_MAX >> 20);
 	int status = 0;
 	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -374,24 +382,16 @@ json_t *runner_stream_text(int fd, size_t cap, bool *cut)
 	*cut = false;
 	if (fstat(fd, &st) != 0 || st.st_size < 0)
 		return json_string("");
-	size_t len = (size_t)st.st_size;
-	if (len > cap) {
-		len = cap;
-		*cut = true;
-	}
+	/* Escaping never shrinks: cap bytes of the file are enough to fill cap. */
+	size_t len = (size_t)st.st_size < cap ? (size_t)st.st_size : cap;
 	char *text = malloc(len + 1);
 	size_t got = 0;
 	for (ssize_t n; text && got < len && (n = pread(fd, text + got, len - got, (off_t)got)) > 0;)
 		got += (size_t)n;
-	/* A cut never ends inside a character. */
-	for (size_t k = 1; *cut && text && k <= 4 && k <= got; k++) {
-		if (((unsigned char)text[got - k] & 0xC0) == 0x80)
-			continue;
-		if (sbx_utf8_sequence((unsigned char *)text + got - k, k) < 0)
-			got -= k;
-		break;
-	}
-	json_t *v = text ? sbx_json_stringn_lossy(text, got) : json_string("");
+	/* What fits in cap bytes of JSON, whole characters only. */
+	size_t keep = text ? sbx_json_escaped_prefix(text, got, cap) : 0;
+	*cut = keep < (size_t)st.st_size;
+	json_t *v = text ? sbx_json_stringn_lossy(text, keep) : json_string("");
 	free(text);
 	return v;
 }

@@ -71,8 +71,8 @@ json_t *runner_api_result(const struct api_exec *x, json_t *result);
  * run directory, each a regular file of the size the result reports; they
  * stay readable after runner_forget. -1 when either is missing or wrong. */
 int runner_open_streams(const struct child *c, int fds[2]);
-/* A stream file's text (invalid UTF-8 as U+FFFD), at most cap bytes of it;
- * *cut when more was there. */
+/* A stream file's text (invalid UTF-8 as U+FFFD) whose JSON is at most
+ * cap bytes (NUL counts 6); *cut when more was there. */
 json_t *runner_stream_text(int fd, size_t cap, bool *cut);
 
 #endif

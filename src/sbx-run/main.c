@@ -150,12 +150,15 @@ static int workload_identity(struct run *r, const struct sbx_run_as *who, struct
 }
 
 /* The run's cgroups, made with dac_override raised; then it is dropped. */
-static int create_cgroups(struct run *r, const char *id, const struct sbx_run_limits *limits, struct sbx_error *e)
+/* dac_override stays permitted (not effective) when keep: a standby may
+ * have to make its cgroups again for its request. */
+static int create_cgroups(struct run *r, const char *id, const struct sbx_run_limits *limits, bool keep,
+			  struct sbx_error *e)
 {
 	if (!r->dev_mode && (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_CAPS) != 0))
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot raise dac_override for the cgroups"), -1;
 	int rc = sbx_cgroup_create(id, limits, &r->cg, e);
-	if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_DAC_OVERRIDE) != 0 ||
+	if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | (keep ? 0 : CAPNG_PERMITTED), CAP_DAC_OVERRIDE) != 0 ||
 			     capng_apply(CAPNG_SELECT_CAPS) != 0)) {
 		sbx_cgroup_remove(&r->cg);
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot drop dac_override"), -1;
@@ -166,10 +169,10 @@ static int create_cgroups(struct run *r, const char *id, const struct sbx_run_li
 /* The sandbox's first process, forked now: its cgroup join (an RCU grace
  * period on cgroup v1) runs while the rest is prepared. A failure is kept
  * for the run to report. */
-static void hold_launch(struct run *r, const char *id, const struct sbx_run_limits *limits)
+static void hold_launch(struct run *r, const char *id, const struct sbx_run_limits *limits, bool keep)
 {
 	memset(&r->held_error, 0, sizeof(r->held_error));
-	if ((create_cgroups(r, id, limits, &r->held_error) != 0 ||
+	if ((create_cgroups(r, id, limits, keep, &r->held_error) != 0 ||
 	     sbx_sandbox_hold(r->cg.procs_fd, SBX_CG_DIRS, &r->held, &r->held_error) != 0) &&
 	    !r->held_error.exit_code)
 		r->held_error.exit_code = SBX_EXIT_INTERNAL;
@@ -180,11 +183,14 @@ static void hold_launch(struct run *r, const char *id, const struct sbx_run_limi
 static void adopt_launch(struct run *r)
 {
 	struct sbx_error e;
-	if (!r->held_error.exit_code && sbx_cgroup_adopt(&r->cg, &r->req.limits, &e) == 1)
-		return;
-	sbx_spawn_discard(&r->held);
-	sbx_cgroup_remove(&r->cg);
-	hold_launch(r, r->req.execution_id, &r->req.limits);
+	if (r->held_error.exit_code || sbx_cgroup_adopt(&r->cg, &r->req.limits, &e) != 1) {
+		sbx_spawn_discard(&r->held);
+		sbx_cgroup_remove(&r->cg);
+		hold_launch(r, r->req.execution_id, &r->req.limits, false);
+	} else if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_DAC_OVERRIDE) != 0 ||
+				    capng_apply(CAPNG_SELECT_CAPS) != 0)) {
+		sbx_error_set(&r->held_error, SBX_EXIT_INTERNAL, "capabilities", "cannot drop dac_override");
+	}
 }
 
 /* `sbx-run verify --key-file K [EVENTS|-]`: where a signed stream breaks. */
@@ -555,7 +561,7 @@ int main(int argc, char **argv)
 		struct sbx_run_limits defaults;
 		if (isolate(r, &e) != 0 || sbx_run_limit_defaults(&defaults, &e) != 0)
 			sbx_die(&e);
-		hold_launch(r, "standby", &defaults);
+		hold_launch(r, "standby", &defaults, true);
 		size_t len;
 		char *text = run_standby_request(REQUEST_CAP, &len, &e);
 		if (text && len == 0) { /* released unused: nothing to report */
@@ -600,7 +606,7 @@ int main(int argc, char **argv)
 	} else {
 		if (isolate(r, &e) != 0)
 			sbx_die(&e);
-		hold_launch(r, r->req.execution_id, &r->req.limits);
+		hold_launch(r, r->req.execution_id, &r->req.limits, false);
 	}
 	if (r->dev_mode)
 		run_event("mode", r, json_pack("{s:b,s:s}", "devMode", 1, "note",

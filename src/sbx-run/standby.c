@@ -31,7 +31,7 @@ char *run_standby_request(size_t cap, size_t *len, struct sbx_error *e)
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "the request");
 		return NULL;
 	}
-	for (;;) {
+	while (*len < cap) { /* at cap the peek below has said there is no more */
 		union {
 			struct cmsghdr h;
 			char space[CMSG_SPACE(sizeof(int) * STANDBY_FDS)];
@@ -39,10 +39,12 @@ char *run_standby_request(size_t cap, size_t *len, struct sbx_error *e)
 		struct iovec iov = { buf + *len, cap - *len };
 		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space,
 				      .msg_controllen = sizeof(ctl.space) };
-		ssize_t n = *len < cap ? recvmsg(0, &msg, MSG_CMSG_CLOEXEC) : 0;
+		ssize_t n = recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+			if (c->cmsg_len < CMSG_LEN(0))
+				break;
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 				continue;
 			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);

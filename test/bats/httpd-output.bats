@@ -66,8 +66,9 @@ nul_heavy() { for i in $(seq 40); do head -c 250000 /dev/zero; printf 'line %d Ã
         sleep 0.1
     done
     [ "$(jq -r .state <<< "$output")" = completed ] || { jq -c 'del(.result.stdout, .result.stderr)' <<< "$output" >&3; false; }
-    # The record keeps a 16 MiB head of each output and says so; the logs hold every byte.
-    [ "$(jq -c '[.result.outputCut, (.result.stdout | length)]' <<< "$output")" = '[true,16777216]' ] || { jq -c 'del(.result.stdout, .result.stderr)' <<< "$output" >&3; false; }
+    # The record keeps a 4 MiB (of JSON) head of each output and says so; the logs hold every byte.
+    [ "$(jq -c '[.result.outputCut, (.result.stdout | length)]' <<< "$output")" = '[true,4194304]' ]
+    [ "$(jq -c '.result.stderr | tojson | utf8bytelength <= 4194306' <<< "$output")" = true ] || { jq -c 'del(.result.stdout, .result.stderr)' <<< "$output" >&3; false; }
     mkdir "$WORK/logs"
     run python3 "$BATS_TEST_DIRNAME/../fixtures/log-pages.py" "$BASE" "$TOKEN" mbig "$owner" "$WORK/logs"
     [ "$status" = 0 ]
@@ -108,4 +109,22 @@ nul_heavy() { for i in $(seq 40); do head -c 250000 /dev/zero; printf 'line %d Ã
     signed /execute-shell "$(shell_request cold1 'echo cold')"
     [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = cold ]
     [ -z "$(pgrep -P "$HTTPD_PID" -f -- '--standby')" ]
+}
+
+@test "a run that leaves 30,000 files (4.5 MB of names in createdFiles) still gets its result" {
+    code='for i in $(seq 30000); do : > "f-$i-$(printf %0140d 0)"; done; echo made'
+    signed /execute-shell "$(shell_request many1 "$code" '{"executionTimeoutMs":120000}')"
+    [ "$status_code" = 200 ]
+    [ "$(jq -c '[.stdout, (.createdFiles | length)]' "$WORK/body")" = '["made\n",30000]' ]
+}
+
+@test "managed logs end with what the record ends with: an unfinished character is U+FFFD, not dropped" {
+    signed /shell-executions "$(shell_request tail1 "printf 'x\\342\\202'")"
+    [ "$status_code" = 202 ]
+    wait_state tail1 completed
+    record=$(jq -r .result.stdout <<< "$output")
+    [ "$record" = "xï¿½ï¿½" ]
+    mkdir "$WORK/logs"
+    python3 "$BATS_TEST_DIRNAME/../fixtures/log-pages.py" "$BASE" "$TOKEN" tail1 'sessionId=s1&agentId=main' "$WORK/logs"
+    [ "$(cat "$WORK/logs/stdout")" = "$record" ]
 }

@@ -466,3 +466,24 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
     [[ "$(tail -n 1 <<< "$output" | jq -r .result.error)" == *"every uid of SBX_UID_RANGE (1 from 2100000000) belongs to another workspace"* ]]
     [ ! -e "$WORK/other/ran" ]
 }
+
+@test "--standby: its request and workspace fd arrive over the socket; lowered limits adopt its cgroups, others (cpuPercent, more memory) get new ones" {
+    v1_writable || skip "needs root and cgroup v1 hierarchies"
+    run --separate-stderr python3 "$FIXTURES/standby-request.py" "$STATE" "$WS" \
+        "$(request sb1 shell 'echo in-standby > standby-mark; cat standby-mark' '{"limits":{"memoryBytes":100000000,"pids":64}}')"
+    assert_success
+    result=$(jq -c .result <<< "$output")
+    [ "$(jq -r .streams.stdout.path <<< "$result" | xargs cat)" = in-standby ]
+    [ "$(cat "$WS/standby-mark")" = in-standby ]
+    [ "$(r '[.limits.mode, .limits.memoryBytes, .limits.pids] | @tsv')" = "$(printf 'cgroup-v1\t100000000\t64')" ]
+    [ "$(r 'has("stdout")')" = false ]
+    for extra in '{"limits":{"cpuPercent":50}}' '{"limits":{"memoryBytes":17179869184}}'; do
+        run --separate-stderr python3 "$FIXTURES/standby-request.py" "$STATE" "$WS" "$(request "sb-$RANDOM" shell 'echo ok' "$extra")"
+        assert_success
+        result=$(jq -c .result <<< "$output")
+        [ "$(r .exitCode)" = 0 ] && [ "$(r .error)" = null ]
+    done
+    [ "$(r .limits.memoryBytes)" = 17179869184 ]
+    # Nothing of the standbys stays in the hierarchies.
+    [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name 'sbx-*-standby' 2>/dev/null)" ]
+}
