@@ -228,8 +228,9 @@ int sbx_output_finish(struct sbx_output *o, bool *truncated, struct sbx_error *e
 
 json_t *sbx_output_reference(const struct sbx_output_stream *s)
 {
+	uint64_t bytes = s->head_kept + s->marker_bytes + s->tail_kept;
 	return json_pack("{s:s,s:I,s:s,s:b,s:I,s:I,s:I,s:I}", "path", s->path, "bytes",
-			 (json_int_t)(s->head_kept + s->marker_bytes + s->tail_kept), "sha256", s->sha256, "truncated",
+			 (json_int_t)bytes, "sha256", s->sha256, "truncated",
 			 s->truncated, "totalBytes", (json_int_t)s->total, "headBytes", (json_int_t)s->head_kept,
 			 "markerBytes", (json_int_t)s->marker_bytes, "tailBytes", (json_int_t)s->tail_kept);
 }
