@@ -7,11 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IDLE=${IDLE:-2000} SLOW=${SLOW:-200} ROUNDS=${ROUNDS:-20}
-work=$(mktemp -d /tmp/sbx-bench-hostile.XXXXXX)
-pid=
-cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-chmod 755 "$work"
+. bench/httpd-work.sh hostile
 export SCIENTIFIC_ENVS=0
 . bench/httpd-start.sh
 ws="$work/data/projects/p"

@@ -8,11 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-30}
 LOAD=${LOAD:-200}
-work=$(mktemp -d /tmp/sbx-bench-http.XXXXXX)
-pid=
-cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-chmod 755 "$work"
+. bench/httpd-work.sh http
 . bench/httpd-start.sh
 ws="$work/data/projects/p"
 mkdir -p "$ws" && chmod 777 "$ws"

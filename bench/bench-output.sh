@@ -7,11 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MB=${MB:-100}
-work=$(mktemp -d /tmp/sbx-bench-output.XXXXXX)
-pid=
-cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-chmod 755 "$work"
+. bench/httpd-work.sh output
 export SCIENCE_AGENT_RUN_RETENTION_SECONDS=3600 # keeps result.json: sbx-run's own peak RSS is in it
 . bench/httpd-start.sh
 ws="$work/data/projects/p"

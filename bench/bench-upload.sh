@@ -6,10 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MIB=${SIZE_MIB:-4096}
-work=$(mktemp -d /tmp/sbx-bench-upload.XXXXXX)
-pid=
-cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+. bench/httpd-work.sh upload
 export SCIENCE_AGENT_MAX_WORKSPACE_BYTES=0 SCIENTIFIC_ENVS=0
 . bench/httpd-start.sh
 
