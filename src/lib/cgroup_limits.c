@@ -189,9 +189,7 @@ static void sweep_dead(const char *root)
 		long pid = strncmp(de->d_name, "sbx-", 4) ? 0 : strtol(de->d_name + 4, &end, 10);
 		if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) != 0 && errno != ESRCH) || kill((pid_t)pid, 0) == 0)
 			continue;
-		char path[PATH_MAX + 256];
-		snprintf(path, sizeof(path), "%s/%s", root, de->d_name);
-		rmdir(path); /* only an empty cgroup goes */
+		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR); /* only an empty cgroup goes */
 	}
 	if (d)
 		closedir(d);
