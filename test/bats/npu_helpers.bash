@@ -41,7 +41,9 @@ make_node() {
 # nvidia_setup: two GPUs (minors 0 and 3) in a fake proc tree, their nodes,
 # the control nodes, and the fake nvidia-smi.
 nvidia_setup() {
-    npu_setup
+    # Within a suite whose setup() made the host already: the same one (a
+    # second launch_setup would leave the first work directory behind).
+    [ -n "${WORK:-}" ] && [ -d "$WORK/dev" ] || npu_setup
     PROC="$WORK/proc-nvidia"
     mkdir -p "$PROC/gpus/0000:07:00.0" "$PROC/gpus/0000:8a:00.0"
     printf 'Model: \t\t NVIDIA A100-SXM4-80GB\nBus Location: \t 0000:07:00.0\nDevice Minor: \t 0\n' \
