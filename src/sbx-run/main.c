@@ -21,7 +21,6 @@
 #include "../lib/workspace_uid.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
@@ -73,32 +72,6 @@ static void usage(FILE *out)
 	sbx_cli_print_exit_codes(out);
 }
 
-/* `sbx-run cancel DIR`: SIGTERM to the supervisor recorded there, if it is
- * still that process (pid and start time both match). */
-static int cancel(const char *dir)
-{
-	struct sbx_error e;
-	char path[PATH_MAX + 32];
-	snprintf(path, sizeof(path), "%s/supervisor.json", dir);
-	json_t *sup = sbx_json_load(path, 4096, &e);
-	if (!sup)
-		sbx_die(&e);
-	pid_t pid = (pid_t)json_integer_value(json_object_get(sup, "pid"));
-	const char *start = sbx_json_string_or(sup, "startTime", "");
-	char now[32];
-	sbx_process_start_time(pid, now, sizeof(now));
-	int ok = now[0] && !strcmp(now, start) && kill(pid, SIGTERM) == 0;
-	json_decref(sup);
-	if (!ok) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "not-running", "%s: no running execution to cancel", dir);
-		sbx_die(&e);
-	}
-	json_t *out = json_pack("{s:b,s:i}", "cancelRequested", 1, "supervisorPid", (int)pid);
-	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
-	json_decref(out);
-	return rc;
-}
-
 /* Narrows what the supervisor can do before it touches the workload: not
  * dumpable (the workload cannot ptrace it or read its memory through
  * /proc), and as root only the capabilities the run needs, in the
@@ -147,78 +120,6 @@ static int workload_identity(struct run *r, const struct sbx_run_as *who, struct
 	setenv("SBX_RUN_AS", value, 1);
 	r->workload_uid = (long long)out->uid;
 	return 0;
-}
-
-/* The run's cgroups, made with dac_override raised; then it is dropped. */
-/* dac_override stays permitted (not effective) when keep: a standby may
- * have to make its cgroups again for its request. */
-static int create_cgroups(struct run *r, const char *id, const struct sbx_run_limits *limits, bool keep,
-			  struct sbx_error *e)
-{
-	if (!r->dev_mode && (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_CAPS) != 0))
-		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot raise dac_override for the cgroups"), -1;
-	int rc = sbx_cgroup_create(id, limits, &r->cg, e);
-	if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | (keep ? 0 : CAPNG_PERMITTED), CAP_DAC_OVERRIDE) != 0 ||
-			     capng_apply(CAPNG_SELECT_CAPS) != 0)) {
-		sbx_cgroup_remove(&r->cg);
-		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot drop dac_override"), -1;
-	}
-	return rc;
-}
-
-/* The sandbox's first process, forked now: its cgroup join (an RCU grace
- * period on cgroup v1) runs while the rest is prepared. A failure is kept
- * for the run to report. */
-static void hold_launch(struct run *r, const char *id, const struct sbx_run_limits *limits, bool keep)
-{
-	memset(&r->held_error, 0, sizeof(r->held_error));
-	if ((create_cgroups(r, id, limits, keep, &r->held_error) != 0 ||
-	     sbx_sandbox_hold(r->cg.procs_fd, SBX_CG_DIRS, &r->held, &r->held_error) != 0) &&
-	    !r->held_error.exit_code)
-		r->held_error.exit_code = SBX_EXIT_INTERNAL;
-}
-
-/* A standby's cgroups were made for the default limits: kept when they
- * hold the request's exactly, else made again for it. */
-static void adopt_launch(struct run *r)
-{
-	struct sbx_error e;
-	if (r->held_error.exit_code || sbx_cgroup_adopt(&r->cg, &r->req.limits, &e) != 1) {
-		sbx_spawn_discard(&r->held);
-		sbx_cgroup_remove(&r->cg);
-		hold_launch(r, r->req.execution_id, &r->req.limits, false);
-	} else if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | CAPNG_PERMITTED, CAP_DAC_OVERRIDE) != 0 ||
-				    capng_apply(CAPNG_SELECT_CAPS) != 0)) {
-		sbx_error_set(&r->held_error, SBX_EXIT_INTERNAL, "capabilities", "cannot drop dac_override");
-	}
-}
-
-/* `sbx-run verify --key-file K [EVENTS|-]`: where a signed stream breaks. */
-static int verify(int argc, char **argv)
-{
-	struct sbx_signer key = { 0 };
-	struct sbx_error e;
-	const char *input = "-";
-
-	if (argc < 3 || strcmp(argv[1], "--key-file") != 0 || argc > 4)
-		sbx_cli_usage_error("sbx-run", "verify --key-file KEY [EVENTS|-]");
-	if (sbx_signer_from_file(&key, argv[2], &e) != 0)
-		sbx_die(&e);
-	if (argc == 4)
-		input = argv[3];
-	FILE *in = strcmp(input, "-") ? fopen(input, "re") : stdin;
-	if (!in) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "%s: %s", input, strerror(errno));
-		sbx_die(&e);
-	}
-	json_t *verdict = sbx_verify_stream(in, key.key, key.key_len);
-	if (in != stdin)
-		fclose(in);
-	OPENSSL_cleanse(key.key, sizeof(key.key));
-	sbx_json_print(stdout, verdict);
-	int rc = json_is_true(json_object_get(verdict, "ok")) ? SBX_EXIT_OK : SBX_EXIT_INTEGRITY;
-	json_decref(verdict);
-	return rc;
 }
 
 static void record_supervisor(struct run *r)
@@ -481,11 +382,11 @@ int main(int argc, char **argv)
 
 	sbx_diag_program("sbx-run");
 	if (argc > 1 && !strcmp(argv[1], "verify"))
-		return verify(argc - 1, argv + 1);
+		return run_verify_command(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "cancel")) {
 		if (argc != 3)
 			sbx_cli_usage_error("sbx-run", "cancel takes one EXECUTION-DIR");
-		return cancel(argv[2]);
+		return run_cancel_command(argv[2]);
 	}
 	r->grace_ms = 5000;
 	r->reserve_ms = 15000;
@@ -561,7 +462,7 @@ int main(int argc, char **argv)
 		struct sbx_run_limits defaults;
 		if (isolate(r, &e) != 0 || sbx_run_limit_defaults(&defaults, &e) != 0)
 			sbx_die(&e);
-		hold_launch(r, "standby", &defaults, true);
+		run_hold_launch(r, "standby", &defaults, true);
 		size_t len;
 		char *text = run_standby_request(REQUEST_CAP, &len, &e);
 		if (text && len == 0) { /* released unused: nothing to report */
@@ -602,11 +503,11 @@ int main(int argc, char **argv)
 	}
 	record_supervisor(r);
 	if (standby) {
-		adopt_launch(r);
+		run_adopt_launch(r);
 	} else {
 		if (isolate(r, &e) != 0)
 			sbx_die(&e);
-		hold_launch(r, r->req.execution_id, &r->req.limits, false);
+		run_hold_launch(r, r->req.execution_id, &r->req.limits, false);
 	}
 	if (r->dev_mode)
 		run_event("mode", r, json_pack("{s:b,s:s}", "devMode", 1, "note",

@@ -72,6 +72,18 @@ int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_e
 /* devices.c: re-probes the requested chips and adds their fragment to the spec. */
 int run_devices_attach(struct run *r, struct sbx_error *e);
 
+/* launch_hold.c: makes the cgroups for limits (named sbx-<pid>-<id>) and
+ * forks the held first process; a failure waits in r->held_error. keep:
+ * dac_override stays permitted for a standby's second try. */
+void run_hold_launch(struct run *r, const char *id, const struct sbx_run_limits *limits, bool keep);
+/* A standby's cgroups, kept when they hold the request's limits exactly,
+ * else made again for them; dac_override is gone after. */
+void run_adopt_launch(struct run *r);
+
+/* commands.c: `sbx-run cancel DIR` and `sbx-run verify ...`. */
+int run_cancel_command(const char *dir);
+int run_verify_command(int argc, char **argv);
+
 /* standby.c: fds 3 .. 3 + STANDBY_FDS - 1 are placeholders while a
  * standby waits; the request's directories take their places. */
 #define STANDBY_FDS 4
