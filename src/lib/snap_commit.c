@@ -2,15 +2,14 @@
  * for (one read: hashed and copied into the store together), write the
  * canonical manifest, make everything durable, then move the ref. */
 #include "snap_store.h"
-#include "beneath.h"
 #include "atomic_file.h"
 #include "beneath.h"
 #include "exitcodes.h"
 #include "fnv.h"
 #include "io.h"
 #include "json.h"
-#include "map.h"
 #include "snap_scan.h"
+#include "snap_statcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,89 +27,11 @@
 
 #define COPY_BUF (256 * 1024)
 
-struct cached {
-	uint64_t dev, ino, size;
-	int64_t mtime_ns, ctime_ns;
-	char digest[72];
-};
-
 struct commit {
 	const char *store;
-	char cache_path[PATH_MAX];
-	struct sbx_map cache;  /* path -> struct cached */
 	char *buf;
 	struct sbx_error *e;
 };
-
-/* One stat-cache line: "dev ino size mtime_ns ctime_ns digest path". */
-static bool parse_line(char *line, struct cached *x, const char **path)
-{
-	char *p = line, *end;
-	uint64_t *u[3] = { &x->dev, &x->ino, &x->size };
-	int64_t *t[2] = { &x->mtime_ns, &x->ctime_ns };
-	for (int i = 0; i < 3; i++, p = end + 1) {
-		*u[i] = strtoull(p, &end, 10);
-		if (end == p || *end != ' ')
-			return false;
-	}
-	for (int i = 0; i < 2; i++, p = end + 1) {
-		*t[i] = strtoll(p, &end, 10);
-		if (end == p || *end != ' ')
-			return false;
-	}
-	if (strlen(p) < 72 || p[71] != ' ')
-		return false;
-	memcpy(x->digest, p, 71);
-	x->digest[71] = '\0';
-	*path = p + 72;
-	return sbx_snap_valid_digest(x->digest) && **path;
-}
-
-static void load_cache(struct commit *c)
-{
-	struct sbx_error ignored;
-	size_t len;
-	char *text = sbx_read_file_capped(c->cache_path, 1u << 30, &len, &ignored);
-
-	if (!text)
-		return;
-	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct cached *x = malloc(sizeof(*x));
-		const char *path;
-		if (!x || !parse_line(line, x, &path) || !sbx_map_put(&c->cache, path, strlen(path), x, NULL))
-			free(x);
-	}
-	free(text);
-}
-
-static void save_cache(struct commit *c, const struct sbx_snap_scan *s)
-{
-	struct sbx_error ignored;
-	size_t cap = 4096, len = 0;
-	char *out = malloc(cap);
-
-	for (size_t i = 0; out && i < s->len; i++) {
-		const struct sbx_snap_entry *x = &s->v[i];
-		if (x->type != SBX_ENTRY_FILE || strchr(x->path, '\n'))
-			continue;
-		size_t need = strlen(x->path) + 200;
-		if (len + need > cap) {
-			while (len + need > cap)
-				cap *= 2;
-			char *grown = realloc(out, cap);
-			if (!grown) {
-				free(out);
-				return;
-			}
-			out = grown;
-		}
-		len += (size_t)snprintf(out + len, cap - len, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64 " %s %s\n",
-					x->dev, x->ino, x->size, x->mtime_ns, x->ctime_ns, x->digest, x->path);
-	}
-	if (out)
-		sbx_atomic_write(c->cache_path, out, len, 0600, &ignored);
-	free(out);
-}
 
 /* Moves a finished temp file to its object path, unless the object exists. */
 static int publish(struct commit *c, const char *tmp, const char *digest)
@@ -424,18 +345,79 @@ json_t *sbx_snap_commit(const char *workspace, const char *store, const char *re
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: %s", workspace, strerror(errno));
 		return NULL;
 	}
-	json_t *receipt = sbx_snap_commit_at(fd, store, ref, e);
+	json_t *receipt = sbx_snap_commit_scanned(fd, store, ref, NULL, e);
 	close(fd);
 	return receipt;
 }
 
 json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct sbx_error *e)
 {
+	return sbx_snap_commit_scanned(wsfd, store, ref, NULL, e);
+}
+
+/* The stat cache is keyed by the workspace's name: a cache miss costs only
+ * a rehash, and the cache is checked against every stat fact. */
+static void cache_path_of(int wsfd, const char *store, char *out, size_t size)
+{
+	char real[PATH_MAX];
+	if (sbx_fd_path(wsfd, real, sizeof(real)) != 0)
+		snprintf(real, sizeof(real), "fd");
+	snprintf(out, size, "%s/statcache/%016llx.bin", store,
+		 (unsigned long long)sbx_fnv1a64(SBX_FNV_INIT, real, strlen(real)));
+}
+
+/* Every object durable before the ref that reaches them moves. */
+static int sync_and_move_ref(struct commit *c, const char *ref, const char *digest)
+{
+	int storefd = open(c->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int synced = storefd >= 0 && syncfs(storefd) == 0;
+	if (storefd >= 0)
+		close(storefd);
+	if (!synced) {
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "store-write", "%.300s: cannot sync: %s", c->store, strerror(errno));
+		return -1;
+	}
+	return ref ? move_ref(c, ref, digest) : 0;
+}
+
+/* The manifest's object: the last commit's when the stat cache vouches for
+ * every entry (and the object is still there), else written anew. */
+static int manifest_object(struct commit *c, const struct sbx_snap_scan *s, const char *cached, char digest[72],
+			   uint64_t *files, uint64_t *bytes, size_t *size)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (cached && sbx_snap_object_path(c->store, cached, path, sizeof(path)) == 0 && stat(path, &st) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		memcpy(digest, cached, 72);
+		*size = (size_t)st.st_size;
+		for (size_t i = 0; i < s->len; i++)
+			if (s->v[i].type == SBX_ENTRY_FILE) {
+				(*files)++;
+				*bytes += s->v[i].size;
+			}
+		return 0;
+	}
+	char *text = manifest_of(s, files, bytes, size);
+	if (!text) {
+		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "out-of-memory", "building the manifest");
+		return -1;
+	}
+	int rc = store_blob(c, text, *size, digest);
+	free(text);
+	return rc;
+}
+
+json_t *sbx_snap_commit_scanned(int wsfd, const char *store, const char *ref, struct sbx_snap_scan *given,
+				struct sbx_error *e)
+{
 	struct commit c = { .store = store, .e = e };
-	struct sbx_snap_scan s = { 0 };
+	struct sbx_snap_scan own = { 0 }, *s = given ? given : &own;
+	struct sbx_statcache cache = { 0 };
 	json_t *receipt = NULL;
 	uint64_t files = 0, bytes = 0, hashed = 0;
-	char digest[72], real[PATH_MAX];
+	char digest[72], cache_path[PATH_MAX];
+	size_t size = 0;
 	int lock = -1, rootfd = -1;
 
 	if (ref && !sbx_snap_valid_ref(ref)) {
@@ -443,69 +425,40 @@ json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct 
 			      "not start with '.' nor end in .log", ref);
 		return NULL;
 	}
-	/* The stat cache is keyed by the workspace's name: a cache miss costs
-	 * only a rehash, and the cache is checked against every stat fact. */
-	if (sbx_fd_path(wsfd, real, sizeof(real)) != 0)
-		snprintf(real, sizeof(real), "fd");
-	sbx_map_init(&c.cache);
 	if (prepare_store(store, e) != 0 || (lock = sbx_snap_lock(store, false, e)) < 0 ||
 	    (rootfd = openat(wsfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || !(c.buf = malloc(COPY_BUF)) ||
-	    sbx_snap_scan_at(rootfd, &s, e) != 0)
+	    (!given && sbx_snap_scan_at(rootfd, s, e) != 0))
 		goto done;
-	snprintf(c.cache_path, sizeof(c.cache_path), "%s/statcache/%016llx.tsv", store,
-		 (unsigned long long)sbx_fnv1a64(SBX_FNV_INIT, real, strlen(real)));
-	load_cache(&c);
-	for (size_t i = 0; i < s.len; i++) {
-		struct sbx_snap_entry *x = &s.v[i];
-		if (x->type != SBX_ENTRY_FILE)
-			continue;
-		const struct cached *k = sbx_map_get(&c.cache, x->path, strlen(x->path));
+	cache_path_of(wsfd, store, cache_path, sizeof(cache_path));
+	sbx_statcache_load(cache_path, &cache);
+	for (size_t i = 0; i < s->len; i++) {
+		struct sbx_snap_entry *x = &s->v[i];
 		/* Unchanged by every stat fact: the stored digest still holds
 		 * (gc drops the stat caches with the objects it removes). */
-		if (k && k->dev == x->dev && k->ino == x->ino && k->size == x->size &&
-		    k->mtime_ns == x->mtime_ns && k->ctime_ns == x->ctime_ns)
-			memcpy(x->digest, k->digest, sizeof(x->digest));
-		else if (store_file(&c, rootfd, x) != 0)
+		if (sbx_statcache_match(&cache, x) || x->type != SBX_ENTRY_FILE)
+			continue;
+		if (store_file(&c, rootfd, x) != 0)
 			goto done;
-		else
-			hashed++;
+		hashed++;
 	}
-	size_t size = 0;
-	char *text = manifest_of(&s, &files, &bytes, &size);
-	if (!text || store_blob(&c, text, size, digest) != 0) {
-		if (!text)
-			sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "building the manifest");
-		free(text);
+	const char *cached = sbx_statcache_manifest(&cache, s->len);
+	if (manifest_object(&c, s, cached, digest, &files, &bytes, &size) != 0)
 		goto done;
-	}
-	free(text);
 	/* The ref already there: nothing moves (its objects were made durable
 	 * before it was written), no sync, no log line. */
-	if (ref && ref_is(&c, ref, digest))
-		goto committed;
-	/* Every object durable before any ref can point at it. */
-	int storefd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int synced = storefd >= 0 && syncfs(storefd) == 0;
-	if (storefd >= 0)
-		close(storefd);
-	if (!synced) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "store-write", "%.300s: cannot sync: %s", store, strerror(errno));
+	if (!(ref && ref_is(&c, ref, digest)) && sync_and_move_ref(&c, ref, digest) != 0)
 		goto done;
-	}
-	if (ref && move_ref(&c, ref, digest) != 0)
-		goto done;
-committed:
-	/* Nothing rehashed and no file gone or added: the cache still holds. */
-	if (hashed || c.cache.len != files)
-		save_cache(&c, &s);
+	if (!cached)
+		sbx_statcache_save(cache_path, s, digest);
 	receipt = json_pack("{s:s,s:I,s:I,s:I,s:s,s:s,s:I}", "digest", digest, "size", (json_int_t)size,
 			    "files", (json_int_t)files, "bytes", (json_int_t)bytes,
 			    "mediaType", SBX_SNAP_MEDIA_TYPE, "pool", SBX_SNAP_POOL, "hashedFiles", (json_int_t)hashed);
 	if (ref)
 		json_object_set_new(receipt, "ref", json_string(ref));
 done:
-	sbx_snap_scan_free(&s);
-	sbx_map_free(&c.cache, free);
+	if (!given)
+		sbx_snap_scan_free(&own);
+	sbx_statcache_free(&cache);
 	free(c.buf);
 	if (rootfd >= 0)
 		close(rootfd);

@@ -5,7 +5,7 @@
  *   <store>/objects/<2 hex>/<62 hex>   contents and manifests, written once
  *   <store>/refs/<name>                "sha256:<hex>\n"
  *   <store>/refs/<name>.log            one JSON line per update {at, digest}
- *   <store>/statcache/<key>.tsv        per workspace: stat facts -> digest
+ *   <store>/statcache/<key>.bin        per workspace: stat facts -> digest
  *   <store>/tmp/                       objects being written
  *   <store>/lock                       commits share it, gc takes it alone */
 #ifndef SBX_SNAP_STORE_H
@@ -26,6 +26,11 @@
 json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, struct sbx_error *e);
 /* The same for a workspace held as a directory fd (O_PATH too). */
 json_t *sbx_snap_commit_at(int wsfd, const char *store, const char *ref, struct sbx_error *e);
+struct sbx_snap_scan;
+/* The same with the caller's scan of that workspace taken just now (NULL:
+ * scan it here); its file entries get their digests. */
+json_t *sbx_snap_commit_scanned(int wsfd, const char *store, const char *ref, struct sbx_snap_scan *scan,
+				struct sbx_error *e);
 
 /* Copies an open file into the store as an object, hashed in the same
  * read; more than cap bytes (0: no cap) is an error (exit 6). */

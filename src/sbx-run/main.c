@@ -346,7 +346,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		char ref[96];
 		snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)r->req.ws.dev, (unsigned long long)r->req.ws.ino);
 		struct sbx_error se;
-		if (!(r->snapshot = sbx_snap_commit_at(r->req.ws.fd, r->store, ref, &se)) && !r->exit_code)
+		if (!(r->snapshot = sbx_snap_commit_scanned(r->req.ws.fd, r->store, ref, &r->after, &se)) && !r->exit_code)
 			return fail(r, &se);
 	}
 	return r->exit_code;

@@ -63,6 +63,41 @@ commit() {
     [ "$(jq_out '.deleted | join(",")')" = link ]
 }
 
+@test "the stat cache reuses the manifest only when every entry is unchanged, and a damaged cache costs a rehash" {
+    commit
+    base=$(jq_out .digest)
+    # A directory or a symlink changes the manifest without any file changing.
+    mkdir "$WS/empty"
+    commit
+    with_dir=$(jq_out .digest)
+    [ "$with_dir" != "$base" ]
+    [ "$(jq_out .hashedFiles)" = 0 ]
+    rmdir "$WS/empty"
+    commit
+    [ "$(jq_out .digest)" = "$base" ]
+    rm "$WS/link"
+    ln -s dir "$WS/link"
+    commit
+    retargeted=$(jq_out .digest)
+    [ "$retargeted" != "$base" ]
+    # Each digest is the manifest a cold commit (no cache) computes.
+    rm -f "$STORE"/statcache/*
+    commit
+    [ "$(jq_out .digest)" = "$retargeted" ]
+    [ "$(jq_out .hashedFiles)" = 2 ]
+    # Truncated, emptied or foreign: never trusted, the digest still right.
+    for damage in truncate empty garbage; do
+        cache=$(ls "$STORE"/statcache/*.bin)
+        case $damage in
+            truncate) truncate -s 100 "$cache" ;;
+            empty) : > "$cache" ;;
+            garbage) head -c 4096 /dev/urandom > "$cache" ;;
+        esac
+        commit
+        [ "$(jq_out .digest)" = "$retargeted" ]
+    done
+}
+
 @test "restore round-trips bytes, exec bits, empty dirs and symlinks, and refuses a non-empty target" {
     mkdir "$WS/empty"
     head -c 300000 /dev/urandom > "$WS/dir/blob.bin"
