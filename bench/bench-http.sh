@@ -7,7 +7,7 @@
 # order held, throughput, p50/p99 from submission to terminal record).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${N:-30}
+N=${N:-50}
 LOAD=${LOAD:-200}
 . bench/httpd-work.sh http
 . bench/httpd-start.sh
