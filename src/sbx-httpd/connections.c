@@ -3,6 +3,7 @@
  * its own thread while its connection is suspended. Caps on connections,
  * requests in flight, body pace and dropped bytes bound what clients cost. */
 #include "httpd.h"
+#include "runner.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -129,11 +130,16 @@ static bool take_body(struct conn_state *st, const char *method, const char *url
 static void *answer(void *arg)
 {
 	struct conn_state *st = arg;
+	char run[sizeof(st->r.run_done)];
 	st->result = route(&st->r);
+	memcpy(run, st->r.run_done, sizeof(run));
 	atomic_fetch_sub(&requests_in_flight, 1);
 	st->phase = ANSWERED;
 	/* The last touch: once resumed, the connection (and st) may go. */
 	MHD_resume_connection(st->conn);
+	/* What the answer does not wait for: the run's directory, a new standby. */
+	if (run[0])
+		runner_let_go(run);
 	return NULL;
 }
 

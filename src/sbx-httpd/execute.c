@@ -162,7 +162,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	if (!ran)
 		return reply_error(r, 400, "%s", msg);
 	enum MHD_Result out = answer(r, &x, &c);
-	runner_forget(&c);
+	snprintf(r->run_done, sizeof(r->run_done), "%s", c.internal_id); /* after the answer */
 	runner_free(&c);
 	return out;
 }

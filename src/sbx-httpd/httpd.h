@@ -95,6 +95,7 @@ struct req {
 	bool too_large;
 	struct upload *upload;       /* PUT /remote-workspace/(transfer-)file */
 	struct reply_slot *slot;     /* NULL: queue the reply at once */
+	char run_done[40];           /* a handler's run, let go once its answer is on its way */
 };
 
 /* upload.c: a PUT body streamed to a staging file as it arrives, hashed on

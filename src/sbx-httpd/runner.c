@@ -67,15 +67,21 @@ static void sweep_runs(void)
 	closedir(d);
 }
 
+void runner_let_go(const char *internal_id)
+{
+	if (!g_server.cfg.run_retention_s && internal_id[0]) {
+		int dir = runs_dir();
+		if (dir >= 0) {
+			sbx_remove_tree_at(dir, internal_id);
+			close(dir);
+		}
+	}
+	standby_run_ends();
+}
+
 void runner_forget(struct child *c)
 {
-	if (g_server.cfg.run_retention_s || !c->internal_id[0])
-		return;
-	int dir = runs_dir();
-	if (dir >= 0) {
-		sbx_remove_tree_at(dir, c->internal_id);
-		close(dir);
-	}
+	runner_let_go(c->internal_id);
 }
 
 pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, const int *fds, size_t n_fds,
@@ -170,6 +176,7 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 			c->events_fd = warm.events_fd;
 			c->err_fd = warm.err_fd;
 			free(text);
+			standby_run_begins();
 			return 0;
 		}
 		standby_discard(&warm); /* it died waiting: this request starts one cold */
@@ -196,6 +203,7 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 	close(in[1]);
 	c->events_fd = out[0];
 	c->err_fd = err[0];
+	standby_run_begins();
 	return 0;
 }
 

@@ -45,8 +45,11 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg);
 void runner_free(struct child *c);
 /* Once the result is delivered (a managed run's: recorded in SQLite), its
  * run directory goes, unless SCIENCE_AGENT_RUN_RETENTION_SECONDS keeps
- * run directories that long (each start then sweeps the older ones). */
+ * run directories that long (each start then sweeps the older ones); the
+ * run no longer counts as in flight. Every started run is let go once. */
 void runner_forget(struct child *c);
+/* The same by its internal id, for an answer already on its way. */
+void runner_let_go(const char *internal_id);
 
 /* What the API request asked for, as the result shows it. */
 struct api_exec {

@@ -1,6 +1,7 @@
 /* standby.c — the pool of warm sbx-run processes: one thread (whose life
- * their parent-death signal follows) tops it up to SBX_WARM_RUNNERS after
- * every take; at shutdown the idle ones get EOF and clean up. */
+ * their parent-death signal follows) tops it up to SBX_WARM_RUNNERS while
+ * no run is in flight (or when none is left); at shutdown the idle ones get
+ * EOF and clean up. */
 #include "httpd.h"
 #include "runner.h"
 #include "standby.h"
@@ -23,6 +24,7 @@ static struct {
 	pthread_cond_t wanted;
 	struct standby ready[POOL_MAX];
 	int n;
+	int in_flight;  /* runs started and not yet let go */
 	bool stopping, started;
 	pthread_t thread;
 } pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .wanted = PTHREAD_COND_INITIALIZER };
@@ -58,7 +60,9 @@ static void *keeper(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&pool.lock);
 	while (!pool.stopping) {
-		if (pool.n >= g_server.cfg.warm_runners) {
+		/* A start-up competes for the cores with the run in flight: it
+		 * waits for that run's answer, unless the pool is empty. */
+		if (pool.n >= g_server.cfg.warm_runners || (pool.n > 0 && pool.in_flight > 0)) {
 			pthread_cond_wait(&pool.wanted, &pool.lock);
 			continue;
 		}
@@ -110,6 +114,21 @@ bool standby_take(struct standby *out)
 	pthread_cond_signal(&pool.wanted);
 	pthread_mutex_unlock(&pool.lock);
 	return got;
+}
+
+void standby_run_begins(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	pool.in_flight++;
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void standby_run_ends(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	if (pool.in_flight > 0 && --pool.in_flight == 0)
+		pthread_cond_signal(&pool.wanted);
+	pthread_mutex_unlock(&pool.lock);
 }
 
 void standby_discard(struct standby *w)

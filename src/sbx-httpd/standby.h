@@ -18,6 +18,10 @@ struct standby {
 void standby_start(void);
 /* A ready standby (false: none; start one cold). The thread refills. */
 bool standby_take(struct standby *out);
+/* A run started (warm or cold) and let go (its answer on its way): the
+ * pool is topped up only between runs, or when it is empty. */
+void standby_run_begins(void);
+void standby_run_ends(void);
 /* Kills and reaps one taken but unusable. */
 void standby_discard(struct standby *w);
 /* Releases the idle ones (EOF: they clean up and exit) and reaps them. */
