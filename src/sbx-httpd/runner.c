@@ -140,7 +140,7 @@ static bool send_request(int fd, const char *text, const int *fds, size_t n_fds)
 	return true;
 }
 
-int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
+static int start_run(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
 {
 	unsigned char rnd[12];
 
@@ -176,7 +176,6 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 			c->events_fd = warm.events_fd;
 			c->err_fd = warm.err_fd;
 			free(text);
-			standby_run_begins();
 			return 0;
 		}
 		standby_discard(&warm); /* it died waiting: this request starts one cold */
@@ -203,8 +202,19 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 	close(in[1]);
 	c->events_fd = out[0];
 	c->err_fd = err[0];
-	standby_run_begins();
 	return 0;
+}
+
+/* The run counts as in flight from before it takes a standby (so the pool
+ * is not topped up under it) until it is let go; a failed start is let go
+ * here. */
+int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
+{
+	standby_run_begins();
+	int rc = start_run(request, fds, n_fds, c, e);
+	if (rc != 0)
+		standby_run_ends();
+	return rc;
 }
 
 /* Handles one complete event line. */
