@@ -81,6 +81,14 @@ bin/$(1): $(patsubst src/%.c,build/%.o,$(wildcard src/$(1)/*.c)) build/libsbx.a
 endef
 $(foreach p,$(filter-out $(IN_SANDBOX),$(PROGRAMS)),$(eval $(call program_rule,$(p:bin/%=%))))
 
+# sbx-launch runs once per execution, on its path: a static PIE skips the
+# dynamic loader (more of its start than its own work). It reads passwd
+# with fgetpwent, never through NSS. The sanitizers need a dynamic link.
+ifneq ($(SAN),1)
+bin/sbx-launch: LDFLAGS += -static-pie
+bin/sbx-launch: LDLIBS := -ljansson -lseccomp
+endif
+
 bin/sbx-report: $(REPORT_SRC) build/flags
 	@mkdir -p bin
 	$(CC) $(PLAIN_CFLAGS) -Wl,--as-needed -o $@ $(REPORT_SRC) -ljansson
