@@ -81,12 +81,17 @@ bin/$(1): $(patsubst src/%.c,build/%.o,$(wildcard src/$(1)/*.c)) build/libsbx.a
 endef
 $(foreach p,$(filter-out $(IN_SANDBOX),$(PROGRAMS)),$(eval $(call program_rule,$(p:bin/%=%))))
 
-# sbx-launch runs once per execution, on its path: a static PIE skips the
-# dynamic loader (more of its start than its own work). It reads passwd
-# with fgetpwent, never through NSS. The sanitizers need a dynamic link.
+# sbx-launch and sbx-run start once per execution, on its path, where the
+# dynamic loader cost more than their own work: sbx-launch is a static PIE
+# (it reads passwd with fgetpwent, never through NSS); sbx-run keeps libc
+# dynamic (NSS, dlopen of an NPU library) and links jansson, libcrypto and
+# libcap-ng in (libcrypto's relocations alone were ~0.6 ms of CPU a start).
+# A security update of those libraries takes a rebuild of these two. The
+# sanitizers need a dynamic link.
 ifneq ($(SAN),1)
 bin/sbx-launch: LDFLAGS += -static-pie
 bin/sbx-launch: LDLIBS := -ljansson -lseccomp
+bin/sbx-run: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -lcap-ng -Wl,-Bdynamic -lpthread -ldl
 endif
 
 bin/sbx-report: $(REPORT_SRC) build/flags

@@ -473,6 +473,7 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
         "$(request sb1 shell 'echo in-standby > standby-mark; cat standby-mark' '{"limits":{"memoryBytes":100000000,"pids":64}}')"
     assert_success
     result=$(jq -c .result <<< "$output")
+    pids=$(jq .standbyPid <<< "$output")
     [ "$(jq -r .streams.stdout.path <<< "$result" | xargs cat)" = in-standby ]
     [ "$(cat "$WS/standby-mark")" = in-standby ]
     [ "$(r '[.limits.mode, .limits.memoryBytes, .limits.pids] | @tsv')" = "$(printf 'cgroup-v1\t100000000\t64')" ]
@@ -481,9 +482,10 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
         run --separate-stderr python3 "$FIXTURES/standby-request.py" "$STATE" "$WS" "$(request "sb-$RANDOM" shell 'echo ok' "$extra")"
         assert_success
         result=$(jq -c .result <<< "$output")
+        pids+=" $(jq .standbyPid <<< "$output")"
         [ "$(r .exitCode)" = 0 ] && [ "$(r .error)" = null ]
     done
     [ "$(r .limits.memoryBytes)" = 17179869184 ]
-    # Nothing of the standbys stays in the hierarchies.
-    [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name 'sbx-*-standby' 2>/dev/null)" ]
+    # Nothing of these standbys stays in the hierarchies.
+    for pid in $pids; do [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name "sbx-$pid-standby" 2>/dev/null)" ]; done
 }
