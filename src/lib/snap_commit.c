@@ -16,7 +16,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <limits.h>
-#include <openssl/evp.h>
+#include "hash.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,14 +52,11 @@ static int publish(struct commit *c, const char *tmp, const char *digest)
 	return 0;
 }
 
-static void hex_digest(EVP_MD_CTX *md, char out[72])
+/* "sha256:<hex>" from a digest in progress (which goes with it). */
+static void hex_digest(struct sbx_sha256 *md, char out[72])
 {
-	unsigned char raw[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	EVP_DigestFinal_ex(md, raw, &n);
 	memcpy(out, "sha256:", 7);
-	for (unsigned i = 0; i < n && i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", raw[i]);
+	sbx_sha256_final(md, out + 7);
 }
 
 static int prepare_store(const char *store, struct sbx_error *e)
@@ -84,12 +81,12 @@ static int store_stream(const char *store, int in, char *buf, uint64_t cap, char
 {
 	char tmp[PATH_MAX];
 	int out = -1, rc = -1;
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct sbx_sha256 *md = sbx_sha256_new();
 	struct commit c = { .store = store, .e = e };
 
 	*size = 0;
 	snprintf(tmp, sizeof(tmp), "%s/tmp/obj.XXXXXX", store);
-	if (!md || (out = mkostemp(tmp, O_CLOEXEC)) < 0 || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+	if (!md || (out = mkostemp(tmp, O_CLOEXEC)) < 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "store-write", "%s: %s", tmp, strerror(errno));
 		tmp[0] = '\0';
 		goto done;
@@ -104,7 +101,7 @@ static int store_stream(const char *store, int in, char *buf, uint64_t cap, char
 		}
 		if (n == 0)
 			break;
-		EVP_DigestUpdate(md, buf, (size_t)n);
+		sbx_sha256_update(md, buf, (size_t)n);
 		*size += (uint64_t)n;
 		if (cap && *size > cap) {
 			sbx_error_set(e, SBX_EXIT_RESOURCE, "too-large", "larger than %llu bytes", (unsigned long long)cap);
@@ -112,6 +109,7 @@ static int store_stream(const char *store, int in, char *buf, uint64_t cap, char
 		}
 	}
 	hex_digest(md, digest);
+	md = NULL;
 	close(out);
 	out = -1;
 	rc = publish(&c, tmp, digest);
@@ -121,7 +119,7 @@ done:
 		close(out);
 	if (tmp[0])
 		unlink(tmp);
-	EVP_MD_CTX_free(md);
+	sbx_sha256_free(md);
 	return rc;
 }
 
@@ -276,15 +274,8 @@ static char *manifest_of(const struct sbx_snap_scan *s, uint64_t *files, uint64_
 static int store_blob(struct commit *c, const char *text, size_t len, char digest[72])
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	if (!md) {
-		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "out-of-memory", "hashing the manifest");
-		return -1;
-	}
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-	EVP_DigestUpdate(md, text, len);
-	hex_digest(md, digest);
-	EVP_MD_CTX_free(md);
+	memcpy(digest, "sha256:", 7);
+	sbx_sha256_hex(text, len, digest + 7);
 	sbx_snap_object_path(c->store, digest, path, sizeof(path));
 	if (access(path, F_OK) == 0)
 		return 0;

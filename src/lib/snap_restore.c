@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
+#include "hash.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,37 +39,31 @@ static int open_parent(int rootfd, char *path, char **name)
 static int copy_verified(const char *store, const char *digest, int out, struct sbx_error *e)
 {
 	char path[PATH_MAX], buf[65536], hex[72];
-	unsigned char raw[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct sbx_sha256 *md = sbx_sha256_new();
 	int in;
 
 	sbx_snap_object_path(store, digest, path, sizeof(path));
 	if ((in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 || !md) {
 		sbx_error_set(e, SBX_EXIT_INTEGRITY, "missing-object", "%s: object missing from the store", digest);
-		EVP_MD_CTX_free(md);
+		sbx_sha256_free(md);
 		if (in >= 0)
 			close(in);
 		return -1;
 	}
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
 	for (ssize_t r; (r = read(in, buf, sizeof(buf))) != 0;) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 || sbx_write_all(out, buf, (size_t)r) != 0) {
 			sbx_error_set(e, SBX_EXIT_INTERNAL, "restore-write", "%s: %s", digest, strerror(errno));
 			close(in);
-			EVP_MD_CTX_free(md);
+			sbx_sha256_free(md);
 			return -1;
 		}
-		EVP_DigestUpdate(md, buf, (size_t)r);
+		sbx_sha256_update(md, buf, (size_t)r);
 	}
 	close(in);
-	EVP_DigestFinal_ex(md, raw, &n);
-	EVP_MD_CTX_free(md);
 	memcpy(hex, "sha256:", 7);
-	for (unsigned i = 0; i < n && i < 32; i++)
-		snprintf(hex + 7 + 2 * i, 3, "%02x", raw[i]);
+	sbx_sha256_final(md, hex + 7);
 	if (strcmp(hex, digest) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTEGRITY, "corrupt-object", "%s: content does not match its digest", digest);
 		return -1;
