@@ -4,11 +4,14 @@
 # the workload uid: through setpriv when root), in one interleaved run
 # (goal: at most 1.3x); then 200 managed executions
 # across 20 workspaces from 8 concurrent clients (none lost, per-workspace
-# order held, throughput, p50/p99 from submission to terminal record).
+# order held, throughput, p50/p99 from submission to terminal record); then
+# CONC_CLIENTS (16) clients x CONC_RUNS (200) synchronous executions, each
+# client on a workspace of its own (goal: 180 runs/s, none failed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-50}
 LOAD=${LOAD:-200}
+CONC_CLIENTS=${CONC_CLIENTS:-16} CONC_RUNS=${CONC_RUNS:-200}
 . bench/httpd-work.sh http
 . bench/httpd-start.sh
 ws="$work/data/projects/p"
@@ -60,3 +63,8 @@ jq -r '"managed load:                       \(.executions) executions, 20 worksp
        "throughput:                         \(.perSecond) executions/s (\(.wallSeconds) s)",
        "submit -> terminal record:          p50 \(.p50Ms) ms, p99 \(.p99Ms) ms"' <<< "$load"
 [ "$(jq .lost <<< "$load")" = 0 ] && [ "$(jq .orderHeld <<< "$load")" = true ]
+conc=$(python3 bench/http-concurrency.py "$base" bench-token "$work/data/projects" "$CONC_CLIENTS" "$CONC_RUNS")
+jq -r '"concurrent clients:                 \(.clients) x \(.runs / .clients) synchronous runs, a workspace each",
+       "failed / order held:                \(.failed) / \(.orderHeld)",
+       "concurrent throughput:              \(.perSecond) runs/s (\(.wallSeconds) s; goal >= 180)"' <<< "$conc"
+[ "$(jq .failed <<< "$conc")" = 0 ] && [ "$(jq .orderHeld <<< "$conc")" = true ]
