@@ -93,9 +93,14 @@ pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, con
 	snprintf(store, sizeof(store), "%s/versioning", cfg->data_dir);
 	snprintf(egress, sizeof(egress), "%s/eg", cfg->data_dir);
 	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
-	const char *argv[] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
-			       egress, "--grace-ms", grace, "--output-by-reference", "--transient",
-			       standby ? "--standby" : "-", NULL };
+	/* Run directories kept for a while (SCIENCE_AGENT_RUN_RETENTION_SECONDS)
+	 * hold result.json and launch-spec.json; others go unread. */
+	const char *argv[16] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
+				 egress, "--grace-ms", grace, "--output-by-reference" };
+	size_t n = 10;
+	if (!cfg->run_retention_s)
+		argv[n++] = "--transient";
+	argv[n++] = standby ? "--standby" : "-";
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = stdin_fd, .stdout_fd = stdout_fd, .stderr_fd = stderr_fd,
 			       .extra_fds = fds, .n_extra = n_fds, .die_with_parent = true };
 	return sbx_spawn_start(&s, NULL, e);

@@ -126,6 +126,8 @@ json_t *run_result(struct run *r)
 
 int run_write_result(struct run *r, json_t *result, struct sbx_error *e)
 {
+	if (r->transient) /* the caller takes the finished event */
+		return 0;
 	char path[PATH_MAX + 256];
 	char *text = json_dumps(result, JSON_COMPACT);
 	snprintf(path, sizeof(path), "%s/result.json", r->exec_dir);

@@ -36,7 +36,7 @@ struct run {
 	bool stopped_for_platform; /* the platform deadline, not timeoutMs, ended the run */
 	bool dev_mode;             /* not started as root: no uid separation */
 	bool output_by_reference;  /* results name the stream files, never carry their text */
-	bool transient;            /* the caller takes the finished event: result.json is not fsynced */
+	bool transient;            /* the caller takes the finished event: no result.json, no launch-spec.json */
 	struct sbx_signer signer;
 	struct worker worker;
 	json_t *outputs;           /* the outputs manifest */

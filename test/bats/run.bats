@@ -467,6 +467,18 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
     [ ! -e "$WORK/other/ran" ]
 }
 
+@test "--transient: the finished event carries the result; neither result.json nor launch-spec.json is written" {
+    run --separate-stderr sbx-run --state-dir "$STATE" --transient - <<<"$(request t1 shell 'echo transient')"
+    assert_success
+    result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
+    [ "$(r .stdout)" = transient ] && [ "$(r .exitCode)" = 0 ]
+    [ -d "$STATE/t1" ] && [ -f "$STATE/t1/stdout.txt" ]
+    [ ! -e "$STATE/t1/result.json" ] && [ ! -e "$STATE/t1/launch-spec.json" ]
+    sbx_run t2 shell 'true'
+    assert_success
+    [ -f "$STATE/t2/result.json" ] && [ -f "$STATE/t2/launch-spec.json" ]
+}
+
 @test "--standby: its request and workspace fd arrive over the socket; lowered limits adopt its cgroups, others (cpuPercent, more memory) get new ones" {
     v1_writable || skip "needs root and cgroup v1 hierarchies"
     run --separate-stderr python3 "$FIXTURES/standby-request.py" "$STATE" "$WS" \
