@@ -133,13 +133,14 @@ static void *answer(void *arg)
 	char run[sizeof(st->r.run_done)];
 	st->result = route(&st->r);
 	memcpy(run, st->r.run_done, sizeof(run));
+	int run_pid = st->r.run_done_pid;
 	atomic_fetch_sub(&requests_in_flight, 1);
 	st->phase = ANSWERED;
 	/* The last touch: once resumed, the connection (and st) may go. */
 	MHD_resume_connection(st->conn);
 	/* What the answer does not wait for: the run's directory, a new standby. */
 	if (run[0])
-		runner_let_go(run);
+		runner_let_go(run, run_pid);
 	return NULL;
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,8 +68,23 @@ static void sweep_runs(void)
 	closedir(d);
 }
 
-void runner_let_go(const char *internal_id)
+/* Waits for sbx-run's exit, at most RUNNER_REAP_MS, then kills it. */
+static void reap(pid_t pid)
 {
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	if (fd < 0 || poll(&p, 1, RUNNER_REAP_MS) != 1)
+		kill(pid, SIGKILL);
+	if (fd >= 0)
+		close(fd);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+void runner_let_go(const char *internal_id, pid_t pid)
+{
+	if (pid > 0)
+		reap(pid);
 	if (!g_server.cfg.run_retention_s && internal_id[0]) {
 		int dir = runs_dir();
 		if (dir >= 0) {
@@ -81,7 +97,14 @@ void runner_let_go(const char *internal_id)
 
 void runner_forget(struct child *c)
 {
-	runner_let_go(c->internal_id);
+	int *fds[] = { &c->events_fd, &c->err_fd };
+	for (size_t i = 0; i < 2; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+	runner_let_go(c->internal_id, c->reaped ? 0 : c->pid);
+	c->reaped = true;
 }
 
 pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, const int *fds, size_t n_fds,
@@ -153,6 +176,7 @@ static int start_run(json_t *request, const int *fds, size_t n_fds, struct child
 		sweep_runs();
 	memset(c, 0, sizeof(*c));
 	c->pid = -1;
+	c->finished_status = -1;
 	c->events_fd = c->err_fd = -1;
 	if (n_fds > 4) {
 		sbx_error_set(e, 5, "spawn", "an execution takes at most 4 directories");
@@ -232,6 +256,8 @@ static void on_event(struct child *c, const char *line, size_t len)
 	if (name && !strcmp(name, "finished")) {
 		json_decref(c->result);
 		c->result = json_incref(json_object_get(ev, "result"));
+		json_t *status = json_object_get(ev, "status");
+		c->finished_status = json_is_integer(status) ? (int)json_integer_value(status) : -1;
 	}
 	json_decref(ev);
 }
@@ -307,6 +333,16 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
 			out_open = false;
 		if (p[1].revents && !read_lines(c->err_fd, &err, c, on_diag))
 			err_open = false;
+		/* It ran and said so: its exit (clean-up only) is not waited
+		 * for; runner_let_go reaps it once the answer is on its way. */
+		if (c->result && (c->finished_status == 0 || c->finished_status == 1)) {
+			free(out.buf);
+			free(err.buf);
+			c->exit_code = c->finished_status;
+			if (tick)
+				tick(arg);
+			return;
+		}
 	}
 	free(out.buf);
 	free(err.buf);
@@ -317,6 +353,7 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
 	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	c->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	c->reaped = true;
 	if (tick)
 		tick(arg);
 }

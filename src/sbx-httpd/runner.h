@@ -8,6 +8,7 @@
 #include "../lib/error.h"
 
 #define RUNNER_GRACE_MS 1000       /* sbx-run's --grace-ms */
+#define RUNNER_REAP_MS 10000       /* from its finished event to its exit, at most */
 #define RUNNER_KILL_GRACE_MS 5000  /* a SIGTERM sbx-run has not acted on by then is followed by SIGKILL */
 
 struct child {
@@ -19,6 +20,8 @@ struct child {
 	long long hard_deadline_ms;  /* monotonic: SIGTERM when sbx-run outlives timeout + grace (0: none) */
 	long long kill_at_ms;        /* monotonic: SIGKILL after a SIGTERM it did not obey */
 	json_t *result;              /* the finished event's result, or NULL */
+	int finished_status;         /* the finished event's status (-1: none yet) */
+	bool reaped;                 /* waited for; else runner_let_go reaps it */
 	int exit_code;               /* sbx-run's status (sbx-formats(5) exit codes) */
 	char diag[1024];             /* its last diagnostic message */
 };
@@ -48,8 +51,10 @@ void runner_free(struct child *c);
  * run directories that long (each start then sweeps the older ones); the
  * run no longer counts as in flight. Every started run is let go once. */
 void runner_forget(struct child *c);
-/* The same by its internal id, for an answer already on its way. */
-void runner_let_go(const char *internal_id);
+/* The same by its internal id, for an answer already on its way; pid >
+ * 0: sbx-run, not yet reaped, is reaped first (it said its status in the
+ * finished event and only cleans up; SIGKILL after RUNNER_REAP_MS). */
+void runner_let_go(const char *internal_id, pid_t pid);
 
 /* What the API request asked for, as the result shows it. */
 struct api_exec {

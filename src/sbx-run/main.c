@@ -540,7 +540,6 @@ int main(int argc, char **argv)
 		sbx_diag_error(&e);
 		r->exit_code = SBX_EXIT_INTERNAL;
 	}
-	run_event("finished", r, json_pack("{s:O}", "result", result));
 	/* For schedulers (Slurm, Kubernetes Jobs): a workload that exited
 	 * non-zero, died of a signal or reported an error is a failed job. */
 	int status = r->exit_code;
@@ -548,6 +547,9 @@ int main(int argc, char **argv)
 					  WIFSIGNALED(r->wait_status) || r->worker.error);
 	if (status == SBX_EXIT_OK && workload_failed)
 		status = SBX_EXIT_WORKLOAD;
+	/* The status this process exits with, said now: a caller need not
+	 * wait for the exit (only clean-up follows) to act on the result. */
+	run_event("finished", r, json_pack("{s:O,s:i}", "result", result, "status", status));
 	if (r->exit_code)
 		sbx_diag("error", sbx_json_string_or(result, "failureClass", "error"), NULL, "%s", r->error);
 	json_decref(result);

@@ -28,3 +28,14 @@ await_fifo() {
     exec 7<&-
     [ -z "${2:-}" ] || printf -v "$2" '%s' "$line"
 }
+
+# eventually CMD...: CMD succeeds within 10 s (checked every 20 ms), for
+# what the daemon finishes just after its answer (a run directory's
+# removal): a bound, not a guess at how long it takes.
+eventually() {
+    for _ in $(seq 500); do
+        "$@" && return 0
+        read -rt 0.02 <> <(:) || true
+    done
+    "$@"
+}

@@ -290,7 +290,9 @@ teardown() { httpd_teardown; }
     wait_state ret-managed completed
     api GET "/shell-executions/ret-managed/logs?sessionId=s1&agentId=main&cursor=0"
     [ "$(jq -r '[.chunks[].text] | join("")' <<< "$output")" = managed ]
-    [ -z "$(find "$runs" -mindepth 1 -maxdepth 1 -name 'h*' -type d)" ] || fail "left: $(ls "$runs")"
+    # Removed just after each answer went out (sbx-run reaped first).
+    no_run_dirs() { [ -z "$(find "$runs" -mindepth 1 -maxdepth 1 -name 'h*' -type d)" ]; }
+    eventually no_run_dirs || fail "left: $(ls "$runs")"
     httpd_stop
     httpd_start SCIENCE_AGENT_RUN_RETENTION_SECONDS=3600
     signed /execute-shell "$(shell_request ret-kept 'true')"

@@ -48,6 +48,8 @@ r() { jq -r "$1" <<<"$result"; }
     [ "$(r .workspaceSnapshot.pool)" = agent-state ]
     # Events: started then finished; result.json is the same result.
     [ "$(printf '%s\n' "$output" | jq -r .event | tr '\n' ' ')" = "mode started finished " ]
+    # The finished event says the status sbx-run exits with (1: the workload failed).
+    [ "$(printf '%s\n' "$output" | jq -r 'select(.event == "finished") | .status')" = 1 ]
     [ "$(jq -c . "$STATE/e1/result.json")" = "$result" ]
     [ ! -e "$STATE/e1/supervisor.json" ]
 }
@@ -472,6 +474,7 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
     assert_success
     result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
     [ "$(r .stdout)" = transient ] && [ "$(r .exitCode)" = 0 ]
+    [ "$(printf '%s\n' "$output" | jq -r 'select(.event == "finished") | .status')" = 0 ]
     [ -d "$STATE/t1" ] && [ -f "$STATE/t1/stdout.txt" ]
     [ ! -e "$STATE/t1/result.json" ] && [ ! -e "$STATE/t1/launch-spec.json" ]
     sbx_run t2 shell 'true'
