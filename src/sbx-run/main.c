@@ -122,7 +122,39 @@ static int workload_identity(struct run *r, const struct sbx_run_as *who, struct
 	return 0;
 }
 
-static void record_supervisor(struct run *r)
+/* The state directory, made and absolute from here on (paths under it are
+ * bound into sandboxes); 0711: the workload's uid must reach its scratch
+ * below, and it lists nothing. */
+static void settle_state_dir(struct run *r)
+{
+	struct sbx_error e;
+	if (sbx_mkdir_p(r->state_dir, 0711, &e) != 0)
+		sbx_die(&e);
+	char *abs_state = realpath(r->state_dir, NULL);
+	if (!abs_state || strlen(abs_state) >= sizeof(r->state_dir) - 64) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "--state-dir: %s: cannot resolve", r->state_dir);
+		sbx_die(&e);
+	}
+	memcpy(r->state_dir, abs_state, strlen(abs_state) + 1);
+	free(abs_state);
+}
+
+/* What a standby made while waiting: its directory, held process, cgroups. */
+static void release_standby(struct run *r)
+{
+	run_unstage(r);
+	sbx_spawn_discard(&r->held);
+	sbx_cgroup_remove(&r->cg);
+}
+
+/* Refused before the run began: nothing made for it stays. */
+static _Noreturn void refuse(struct run *r, const struct sbx_error *e)
+{
+	release_standby(r);
+	sbx_die(e);
+}
+
+void run_record_supervisor(struct run *r)
 {
 	struct sbx_error e;
 	char path[PATH_MAX + 256], start[32];
@@ -457,8 +489,8 @@ int main(int argc, char **argv)
 			sbx_cli_usage_error("sbx-run", "--snapshot-store: path too long");
 	}
 
-	/* 1. The request, whole, before anything is created; a standby is
-	 * narrowed and holds its launch while it waits for it. */
+	/* 1. The request, whole, before anything is created for it; a standby
+	 * is narrowed, holds its launch and makes its directory while it waits. */
 	json_t *doc = NULL;
 	if (standby) {
 		if (optind < argc || !run_standby_placeholders())
@@ -467,12 +499,13 @@ int main(int argc, char **argv)
 		if (isolate(r, &e) != 0 || sbx_run_limit_defaults(&defaults, &e) != 0)
 			sbx_die(&e);
 		run_hold_launch(r, "standby", &defaults, true);
+		settle_state_dir(r);
+		run_stage(r);
 		size_t len;
 		char *text = run_standby_request(REQUEST_CAP, &len, &e);
 		if (text && len == 0) { /* released unused: nothing to report */
 			free(text);
-			sbx_spawn_discard(&r->held);
-			sbx_cgroup_remove(&r->cg);
+			release_standby(r);
 			return SBX_EXIT_OK;
 		}
 		doc = text ? sbx_json_parse(text, len, "request", &e) : NULL;
@@ -481,31 +514,29 @@ int main(int argc, char **argv)
 		doc = sbx_json_load(optind < argc ? argv[optind] : "-", REQUEST_CAP, &e);
 	}
 	if (!doc || sbx_run_request_parse(doc, &r->req, &e) != 0)
-		sbx_die(&e);
+		refuse(r, &e);
 	if (sbx_sibling_program("sbx-launch", r->launch, sizeof(r->launch)) != 0) {
 		sbx_error_set(&e, SBX_EXIT_NO_SANDBOX, "launch-missing", "sbx-launch was found neither next to sbx-run nor on PATH");
-		sbx_die(&e);
+		refuse(r, &e);
 	}
-	/* 2. The execution directory: a second run of one id is refused. */
-	/* 0711: the workload's uid must reach its scratch below; it lists nothing. */
-	if (sbx_mkdir_p(r->state_dir, 0711, &e) != 0)
-		sbx_die(&e);
-	/* Absolute from here on: paths under it are bound into sandboxes. */
-	char *abs_state = realpath(r->state_dir, NULL);
-	if (!abs_state || strlen(abs_state) >= sizeof(r->state_dir) - 64) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "--state-dir: %s: cannot resolve", r->state_dir);
-		sbx_die(&e);
+	/* 2. The execution directory (a standby's is made; it is renamed):
+	 * a second run of one id is refused. */
+	if (!standby)
+		settle_state_dir(r);
+	if (snprintf(r->exec_dir, sizeof(r->exec_dir), "%s/%s", r->state_dir, r->req.execution_id) >= (int)sizeof(r->exec_dir)) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "path-too-long", "--state-dir: path too long");
+		refuse(r, &e);
 	}
-	memcpy(r->state_dir, abs_state, strlen(abs_state) + 1);
-	free(abs_state);
-	if (snprintf(r->exec_dir, sizeof(r->exec_dir), "%s/%s", r->state_dir, r->req.execution_id) >= (int)sizeof(r->exec_dir))
-		sbx_cli_usage_error("sbx-run", "--state-dir: path too long");
-	if (mkdir(r->exec_dir, 0700) != 0) {
+	int staged = r->staged[0] ? run_take_stage(r, &e) : 0;
+	if (staged < 0)
+		refuse(r, &e);
+	if (!staged && mkdir(r->exec_dir, 0700) != 0) {
 		sbx_error_set(&e, SBX_EXIT_USAGE, errno == EEXIST ? "duplicate-execution" : "state-unusable",
 			      "executionId: %s: %s", r->exec_dir, errno == EEXIST ? "already used" : strerror(errno));
-		sbx_die(&e);
+		refuse(r, &e);
 	}
-	record_supervisor(r);
+	if (!staged)
+		run_record_supervisor(r);
 	if (standby) {
 		run_adopt_launch(r);
 	} else {

@@ -22,6 +22,7 @@ struct run {
 	struct sbx_run_request req;
 	char state_dir[PATH_MAX];
 	char exec_dir[PATH_MAX + 200];
+	char staged[PATH_MAX + 64]; /* a standby's ready-made execution directory ("": none) */
 	char store[PATH_MAX];     /* "" : no snapshot */
 	char launch[PATH_MAX];
 	char egress_dir[PATH_MAX];  /* gateways by revision: <data dir>/eg */
@@ -96,5 +97,13 @@ long long run_now_ms(void);
 void run_event(const char *event, struct run *r, json_t *extra);
 json_t *run_result(struct run *r);
 int run_write_result(struct run *r, json_t *result, struct sbx_error *e);
+
+/* staging.c: a standby makes its execution directory while it waits. */
+void run_record_supervisor(struct run *r);
+void run_stage(struct run *r);
+/* 1: the staged directory is now exec_dir; 0: none (make it); -1: the
+ * execution id is taken (e says so). The staging goes either way. */
+int run_take_stage(struct run *r, struct sbx_error *e);
+void run_unstage(struct run *r);
 
 #endif

@@ -20,6 +20,16 @@
 
 static const char *const folders[] = { "checkpoints", "media", "outputs" };
 
+/* A scratch directory, or the one a standby made ahead (a directory, not
+ * a symlink: nobody but us has written there yet). */
+static int make_dir(const char *path)
+{
+	struct stat st;
+	if (mkdir(path, 0700) == 0)
+		return 0;
+	return errno == EEXIST && lstat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
 int worker_open(struct run *r, uid_t uid, gid_t gid, bool chown_scratch, struct sbx_error *e)
 {
 	struct worker *w = &r->worker;
@@ -34,7 +44,7 @@ int worker_open(struct run *r, uid_t uid, gid_t gid, bool chown_scratch, struct 
 		for (int i = -1; i < 3; i++) {
 			char path[PATH_MAX + 400];
 			snprintf(path, sizeof(path), "%s%s%s", w->scratch, i < 0 ? "" : "/", i < 0 ? "" : folders[i]);
-			int rc = pass == 0 ? mkdir(path, 0700) : chown_scratch ? chown(path, uid, gid) : 0;
+			int rc = pass == 0 ? make_dir(path) : chown_scratch ? chown(path, uid, gid) : 0;
 			if (rc != 0) {
 				sbx_error_set(e, SBX_EXIT_INTERNAL, "scratch-failed", "%s: %s", path, strerror(errno));
 				return -1;

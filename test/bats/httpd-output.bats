@@ -79,6 +79,9 @@ nul_heavy() { for i in $(seq 40); do head -c 250000 /dev/zero; printf 'line %d Ã
     for _ in $(seq 100); do [ "$(standbys | wc -l)" = 2 ] && break; read -rt 0.05 <> <(:) || true; done
     [ "$(standbys | wc -l)" = 2 ]
     first=$(standbys)
+    # Each waits with its execution directory made (renamed to the execution's id when one comes).
+    runs="$WORK/data/runner-executions/runs"
+    for pid in $first; do [ -f "$runs/.standby-$pid/supervisor.json" ] && [ -d "$runs/.standby-$pid/scratch/outputs" ]; done
     mkdir -p "$WORK/data/projects/p2" && chmod 777 "$WORK/data/projects/p2"
     for i in 1 2 3; do
         signed /execute-shell "$(shell_request warm$i "echo run$i > mark$i; cat mark$i")"
@@ -95,6 +98,7 @@ nul_heavy() { for i in $(seq 40); do head -c 250000 /dev/zero; printf 'line %d Ã
     httpd_stop
     for pid in $pids; do timeout 10 tail --pid="$pid" -f /dev/null; done
     for pid in $pids; do ! kill -0 "$pid" 2>/dev/null; done
+    [ -z "$(find "$runs" -maxdepth 1 -name '.standby-*')" ]
     # Each removed its cgroups on the way out (as root, on a cgroup host).
     for pid in $pids; do [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name "sbx-$pid-standby" 2>/dev/null)" ]; done
 }

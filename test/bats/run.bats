@@ -501,6 +501,15 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
         [ "$(r .exitCode)" = 0 ] && [ "$(r .error)" = null ]
     done
     [ "$(r .limits.memoryBytes)" = 17179869184 ]
+    # A standby's made directory is renamed, never over another execution's; one of a standby that
+    # died waiting is swept by the next standby.
+    mkdir -p "$STATE/.standby-4194300/scratch"
+    run --separate-stderr python3 "$FIXTURES/standby-request.py" "$STATE" "$WS" "$(request sb1 shell 'echo again')"
+    assert_failure 2
+    [[ "$stderr" == *duplicate-execution* ]]
+    pids+=" $(jq .standbyPid <<< "$output")"
+    [ -z "$(find "$STATE" -maxdepth 1 -name '.standby-*')" ]
+    [ "$(jq -r .streams.stdout.path <<< "$result" | xargs cat)" = ok ]
     # Nothing of these standbys stays in the hierarchies.
     for pid in $pids; do [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name "sbx-$pid-standby" 2>/dev/null)" ]; done
 }
