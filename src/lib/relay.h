@@ -25,7 +25,9 @@ int sbx_relay_write_all(int fd, const void *buf, size_t n, const struct sbx_rela
 /* Moves bytes both ways between two non-blocking sockets until both sides
  * have ended (each EOF is passed on as a shutdown of the other's write
  * side), a socket fails, or a limit passes (-1, errno ETIMEDOUT). The
- * counts hold what was delivered either way. */
+ * counts hold what was delivered either way. A bulk direction moves through
+ * a pipe with splice(2), which has no MSG_NOSIGNAL: callers of this and of
+ * sbx_relay_copy ignore SIGPIPE. */
 int sbx_relay_tunnel(int a, int b, const struct sbx_relay_limits *lim, uint64_t *a_to_b, uint64_t *b_to_a);
 
 /* Moves exactly n bytes from one socket to another (n == UINT64_MAX: until
