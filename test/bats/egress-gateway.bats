@@ -247,6 +247,18 @@ print(r.status, r.read().decode().splitlines()[1])'
     [ ! -e "$WORK/state/run3" ]
 }
 
+@test "bulk both ways through a tunnel (the spliced path): every byte, in order, and a half-close still reaches the upstream" {
+    coproc BULK { python3 "$FIXTURES/bulk-tunnel.py" "$SOCK" api.test 24; }
+    read -r bulk_port <&"${BULK[0]}"
+    gateway "$private_policy" --resolve "api.test:$bulk_port:127.0.0.1"
+    echo go >&"${BULK[1]}"
+    read -r verdict <&"${BULK[0]}"
+    wait "$BULK_PID"
+    [ "$verdict" = ok ]
+    # The audit log counts what went each way.
+    tail -n 1 "$LOG" | jq -e '.bytesUp >= 25165824 and .bytesDown >= 25165824' > /dev/null || fail "$(tail -n 1 "$LOG")"
+}
+
 @test "kill -9 of the gateway mid-transfer: the workload sees a clean failure, a new gateway serves the next run" {
     # An upstream that sends the start of a response, then holds the line.
     mkfifo "$WORK/slow-port"
