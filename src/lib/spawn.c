@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define __SANITIZE_ADDRESS__ 1
+#endif
+#endif
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -126,6 +131,15 @@ static int child_main(void *arg)
  * has reset them; we resume once it has exec'd (or failed to). */
 static pid_t vfork_child(const struct sbx_spawn *s, int devnull, int report_fd)
 {
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan cannot follow instrumented code onto a stack of our own (its
+	 * no-return and redzone bookkeeping expects the thread's): fork. */
+	struct child_start forked = { .s = s, .devnull = devnull, .report_fd = report_fd };
+	pid_t child = fork();
+	if (child == 0)
+		child_main(&forked);
+	return child;
+#endif
 	char *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		return -1;
