@@ -1,15 +1,21 @@
 /* snap_statcache.c — the stat cache as fixed binary records in scan order
- * (header, then record + path + symlink target per entry), matched against
- * a new scan by one forward walk: no parsing, no per-entry allocation. */
+ * (header with a SHA-256 of the rest, then record + path + symlink target
+ * per entry), matched against a new scan by one forward walk: no parsing,
+ * no per-entry allocation. Racily clean files are hashed again. */
 #include "snap_statcache.h"
 #include "atomic_file.h"
+#include "hash.h"
 #include "io.h"
 
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#define MAGIC "SBXSTAT2"
+#define MAGIC "SBXSTAT3"
 #define CACHE_MAX (1u << 30)
 
 struct header {
@@ -17,6 +23,7 @@ struct header {
 	uint64_t count;
 	uint8_t has_manifest, pad[7];
 	uint8_t manifest[32];
+	char body_sha256[SBX_SHA256_HEX_LEN]; /* of everything after the header */
 };
 
 struct record {
@@ -63,10 +70,21 @@ void sbx_statcache_load(const char *path, struct sbx_statcache *c)
 	struct header h;
 
 	memset(c, 0, sizeof(*c));
-	c->buf = sbx_read_file_capped(path, CACHE_MAX, &c->len, &ignored);
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		c->written_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		c->buf = sbx_read_fd_capped(fd, CACHE_MAX, &c->len, "stat cache", &ignored);
+	}
+	if (fd >= 0)
+		close(fd);
 	if (c->buf && c->len >= sizeof(h)) {
 		memcpy(&h, c->buf, sizeof(h));
-		if (!memcmp(h.magic, MAGIC, 8)) {
+		char sum[SBX_SHA256_HEX_LEN + 1];
+		sbx_sha256_hex(c->buf + sizeof(h), c->len - sizeof(h), sum);
+		/* A damaged cache vouches for nothing (a flipped digest would name
+		 * an object the store never had). */
+		if (!memcmp(h.magic, MAGIC, 8) && !memcmp(h.body_sha256, sum, SBX_SHA256_HEX_LEN)) {
 			c->pos = sizeof(h);
 			c->count = h.count;
 			c->has_manifest = h.has_manifest == 1;
@@ -103,13 +121,17 @@ static int path_order(const char *a, size_t alen, const char *b)
 	return cmp ? cmp : alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
-static bool same_facts(const struct record *r, const char *target, const struct sbx_snap_entry *x)
+static bool same_facts(const struct record *r, const char *target, const struct sbx_snap_entry *x, int64_t written_ns)
 {
 	if (r->type != (uint8_t)x->type || r->dev != x->dev || r->ino != x->ino || r->mtime_ns != x->mtime_ns ||
 	    r->ctime_ns != x->ctime_ns)
 		return false;
+	/* Racily clean (git's rule): changed no earlier than the cache was
+	 * written, a rewrite within the timestamps' granularity (a second on
+	 * some filesystems) could hide behind equal facts. Hashed again. */
 	if (x->type == SBX_ENTRY_FILE)
-		return r->size == x->size && r->exec == (uint8_t)x->exec && r->has_digest == 1;
+		return r->size == x->size && r->exec == (uint8_t)x->exec && r->has_digest == 1 &&
+		       r->mtime_ns < written_ns && r->ctime_ns < written_ns;
 	if (x->type == SBX_ENTRY_SYMLINK)
 		return x->target && strlen(x->target) == r->target_len && !memcmp(target, x->target, r->target_len);
 	return true;
@@ -131,7 +153,7 @@ bool sbx_statcache_match(struct sbx_statcache *c, struct sbx_snap_entry *x)
 			skipped = true; /* an entry gone since */
 			continue;
 		}
-		bool same = same_facts(&r, target, x);
+		bool same = same_facts(&r, target, x, c->written_ns);
 		c->same = c->same && same && !skipped;
 		if (same && x->type == SBX_ENTRY_FILE) {
 			digest_text(r.digest, x->digest);
@@ -176,6 +198,9 @@ void sbx_statcache_save(const char *path, const struct sbx_snap_scan *s, const c
 			memcpy(p + sizeof(r) + plen, x->target, tlen);
 		p += sizeof(r) + plen + tlen;
 	}
+	char sum[SBX_SHA256_HEX_LEN + 1];
+	sbx_sha256_hex(out + sizeof(h), len - sizeof(h), sum);
+	memcpy(out + offsetof(struct header, body_sha256), sum, SBX_SHA256_HEX_LEN);
 	sbx_atomic_write(path, out, len, 0600, &ignored);
 	free(out);
 }

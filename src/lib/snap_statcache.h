@@ -13,6 +13,7 @@ struct sbx_statcache {
 	char *buf;           /* the whole file; NULL when absent or unreadable */
 	size_t len, pos;     /* pos: the next record the walk has not passed */
 	uint64_t count, seen;
+	int64_t written_ns;  /* the cache file's mtime: entries changed since are racy */
 	bool has_manifest;
 	bool same;           /* every entry so far matched the next record */
 	char manifest[72];

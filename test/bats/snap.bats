@@ -15,6 +15,10 @@ setup() {
     ln -s a.txt "$WS/link"
 }
 
+teardown() {
+    ! mountpoint -q "$BATS_TEST_TMPDIR/coarse" 2>/dev/null || umount "$BATS_TEST_TMPDIR/coarse"
+}
+
 commit() {
     run --separate-stderr sbx-snap commit "$WS" --store "$STORE" "$@"
     assert_success
@@ -86,15 +90,40 @@ commit() {
     [ "$(jq_out .digest)" = "$retargeted" ]
     [ "$(jq_out .hashedFiles)" = 2 ]
     # Truncated, emptied or foreign: never trusted, the digest still right.
-    for damage in truncate empty garbage; do
+    for damage in flip truncate empty garbage; do
         cache=$(ls "$STORE"/statcache/*.bin)
         case $damage in
+            # One byte of the last record's digest: its stat facts still match.
+            flip) python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[-40] ^= 1; open(sys.argv[1], "wb").write(b)' "$cache" ;;
             truncate) truncate -s 100 "$cache" ;;
             empty) : > "$cache" ;;
             garbage) head -c 4096 /dev/urandom > "$cache" ;;
         esac
         commit
         [ "$(jq_out .digest)" = "$retargeted" ]
+        [ "$(jq_out .hashedFiles)" = 2 ] || fail "$damage: a damaged cache vouched for $((2 - $(jq_out .hashedFiles))) file(s)"
+    done
+}
+
+@test "on a filesystem with one-second timestamps, a same-size rewrite within the second is not hidden by the stat cache" {
+    [ "$(id -u)" = 0 ] || skip "needs root to mount a loop filesystem"
+    truncate -s 32M "$BATS_TEST_TMPDIR/coarse.img"
+    mkfs.ext4 -q -I 128 -F "$BATS_TEST_TMPDIR/coarse.img" 2>/dev/null || skip "no mkfs.ext4"
+    mkdir "$BATS_TEST_TMPDIR/coarse"
+    mount -o loop "$BATS_TEST_TMPDIR/coarse.img" "$BATS_TEST_TMPDIR/coarse" 2>/dev/null || skip "no loop mount here"
+    WS="$BATS_TEST_TMPDIR/coarse/ws" STORE="$BATS_TEST_TMPDIR/coarse/store"
+    mkdir "$WS"
+    for i in 1 2 3; do
+        printf 'AAAA' > "$WS/f"
+        commit
+        first=$(jq_out .digest)
+        printf 'BBBB' > "$WS/f"  # the same size, most likely within the same second
+        commit
+        second=$(jq_out .digest)
+        rm -f "$STORE"/statcache/*
+        commit
+        cold=$(jq_out .digest)
+        [ "$second" = "$cold" ] && [ "$first" != "$second" ] || fail "round $i: $first $second $cold"
     done
 }
 
