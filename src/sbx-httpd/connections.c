@@ -134,13 +134,14 @@ static void *answer(void *arg)
 	st->result = route(&st->r);
 	memcpy(run, st->r.run_done, sizeof(run));
 	int run_pid = st->r.run_done_pid;
+	bool run_reaped = st->r.run_done_reaped;
 	atomic_fetch_sub(&requests_in_flight, 1);
 	st->phase = ANSWERED;
 	/* The last touch: once resumed, the connection (and st) may go. */
 	MHD_resume_connection(st->conn);
 	/* What the answer does not wait for: the run's directory, a new standby. */
 	if (run[0])
-		runner_let_go(run, run_pid);
+		runner_let_go(run, run_pid, run_reaped);
 	return NULL;
 }
 

@@ -163,7 +163,8 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 		return reply_error(r, 400, "%s", msg);
 	enum MHD_Result out = answer(r, &x, &c);
 	snprintf(r->run_done, sizeof(r->run_done), "%s", c.internal_id); /* after the answer */
-	r->run_done_pid = c.reaped ? 0 : c.pid;
+	r->run_done_pid = c.pid;
+	r->run_done_reaped = c.reaped;
 	runner_free(&c);
 	return out;
 }

@@ -96,7 +96,8 @@ struct req {
 	struct upload *upload;       /* PUT /remote-workspace/(transfer-)file */
 	struct reply_slot *slot;     /* NULL: queue the reply at once */
 	char run_done[40];           /* a handler's run, let go once its answer is on its way */
-	int run_done_pid;            /* and its sbx-run, when not yet reaped (else 0) */
+	int run_done_pid;            /* and its sbx-run */
+	bool run_done_reaped;        /* already waited for */
 };
 
 /* upload.c: a PUT body streamed to a staging file as it arrives, hashed on

@@ -3,6 +3,7 @@
  * and have the required options), the execution store; then it serves.
  * Every execution is an sbx-run child; no sandbox logic lives here. */
 #include "httpd.h"
+#include "runner.h"
 #include "standby.h"
 #include "../lib/run_as.h"
 #include "store.h"
@@ -338,9 +339,11 @@ int main(int argc, char **argv)
 	}
 	int sig;
 	sigwait(&mask, &sig);
+	/* Running executions are stopped as a cancel stops them and waited
+	 * for (their managed records read "unknown" at the next start); one
+	 * still there after the grace dies with us. The socket goes now. */
+	runner_drain(RUNNER_GRACE_MS + RUNNER_KILL_GRACE_MS);
 	standby_stop();
-	/* Running executions are sbx-run children that die with us (their
-	 * records read "unknown" at the next start); the socket goes now. */
 	if (own_socket) /* an activated socket is systemd's to remove */
 		unlink(s->cfg.socket_path);
 	return SBX_EXIT_OK;

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A finished event names the outputs, never carries them; its file lists
@@ -68,6 +69,62 @@ static void sweep_runs(void)
 	closedir(d);
 }
 
+/* Every sbx-run started and not yet reaped, so that a shutdown can stop
+ * them cleanly (they remove their cgroups and say why they ended). */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t gone;
+	pid_t *pids;
+	size_t n, cap;
+	bool stopping;
+} live = { .lock = PTHREAD_MUTEX_INITIALIZER, .gone = PTHREAD_COND_INITIALIZER };
+
+static bool live_add(pid_t pid)
+{
+	pthread_mutex_lock(&live.lock);
+	bool ok = !live.stopping;
+	if (ok && live.n == live.cap) {
+		size_t cap = live.cap ? live.cap * 2 : 64;
+		pid_t *grown = realloc(live.pids, cap * sizeof(*grown));
+		ok = grown != NULL;
+		if (ok)
+			live.pids = grown, live.cap = cap;
+	}
+	if (ok)
+		live.pids[live.n++] = pid;
+	pthread_mutex_unlock(&live.lock);
+	return ok;
+}
+
+static void live_remove(pid_t pid)
+{
+	pthread_mutex_lock(&live.lock);
+	for (size_t i = 0; i < live.n; i++)
+		if (live.pids[i] == pid) {
+			live.pids[i] = live.pids[--live.n];
+			break;
+		}
+	pthread_cond_broadcast(&live.gone);
+	pthread_mutex_unlock(&live.lock);
+}
+
+void runner_drain(int wait_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000)
+		until.tv_sec++, until.tv_nsec -= 1000000000;
+	pthread_mutex_lock(&live.lock);
+	live.stopping = true;
+	for (size_t i = 0; i < live.n; i++)
+		kill(live.pids[i], SIGTERM);
+	while (live.n > 0 && pthread_cond_timedwait(&live.gone, &live.lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&live.lock);
+}
+
 /* Waits for sbx-run's exit, at most RUNNER_REAP_MS, then kills it. */
 static void reap(pid_t pid)
 {
@@ -81,9 +138,9 @@ static void reap(pid_t pid)
 		;
 }
 
-void runner_let_go(const char *internal_id, pid_t pid)
+void runner_let_go(const char *internal_id, pid_t pid, bool reaped)
 {
-	if (pid > 0)
+	if (!reaped && pid > 0)
 		reap(pid);
 	if (!g_server.cfg.run_retention_s && internal_id[0]) {
 		int dir = runs_dir();
@@ -92,6 +149,7 @@ void runner_let_go(const char *internal_id, pid_t pid)
 			close(dir);
 		}
 	}
+	live_remove(pid);
 	standby_run_ends();
 }
 
@@ -103,7 +161,7 @@ void runner_forget(struct child *c)
 			close(*fds[i]);
 			*fds[i] = -1;
 		}
-	runner_let_go(c->internal_id, c->reaped ? 0 : c->pid);
+	runner_let_go(c->internal_id, c->pid, c->reaped);
 	c->reaped = true;
 }
 
@@ -236,11 +294,20 @@ static int start_run(json_t *request, const int *fds, size_t n_fds, struct child
 
 /* The run counts as in flight from before it takes a standby (so the pool
  * is not topped up under it) until it is let go; a failed start is let go
- * here. */
+ * here. Once the shutdown has begun, nothing starts. */
 int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c, struct sbx_error *e)
 {
+	pthread_mutex_lock(&live.lock);
+	bool stopping = live.stopping;
+	pthread_mutex_unlock(&live.lock);
+	if (stopping) {
+		sbx_error_set(e, 5, "shutting-down", "the runner is shutting down");
+		return -1;
+	}
 	standby_run_begins();
 	int rc = start_run(request, fds, n_fds, c, e);
+	if (rc == 0 && !live_add(c->pid))
+		kill(c->pid, SIGTERM); /* the shutdown began meanwhile (or no room to track it): it stops now */
 	if (rc != 0)
 		standby_run_ends();
 	return rc;

@@ -51,10 +51,14 @@ void runner_free(struct child *c);
  * run directories that long (each start then sweeps the older ones); the
  * run no longer counts as in flight. Every started run is let go once. */
 void runner_forget(struct child *c);
-/* The same by its internal id, for an answer already on its way; pid >
- * 0: sbx-run, not yet reaped, is reaped first (it said its status in the
+/* At shutdown: no new run starts, every running sbx-run gets SIGTERM (it
+ * stops its sandbox, removes its cgroups, reports "cancelled"), and this
+ * waits up to wait_ms for all of them to be reaped. */
+void runner_drain(int wait_ms);
+/* The same by its internal id and sbx-run's pid, for an answer already on
+ * its way; one not yet reaped is reaped first (it said its status in the
  * finished event and only cleans up; SIGKILL after RUNNER_REAP_MS). */
-void runner_let_go(const char *internal_id, pid_t pid);
+void runner_let_go(const char *internal_id, pid_t pid, bool reaped);
 
 /* What the API request asked for, as the result shows it. */
 struct api_exec {

@@ -171,6 +171,25 @@ teardown() { httpd_teardown; }
     assert_failure
 }
 
+@test "SIGTERM with executions in flight: each is stopped as a cancel stops it; no sbx-run, cgroup or run directory outlives the daemon" {
+    mkfifo -m 666 "$PROJECT/started"
+    in_background t1 "$(shell_request t1 'echo > /workspace/started; sleep 60')" /execute-shell
+    client=$bg
+    await_fifo "$PROJECT/started"   # the workload runs
+    sups=$(pgrep -P "$HTTPD_PID" -x sbx-run | tr '\n' ' ')
+    [ -n "$sups" ]
+    start=$SECONDS
+    httpd_stop
+    wait "$client" || true
+    # Stopped within its grace, not after the 60 s of its workload.
+    [ $((SECONDS - start)) -lt 30 ]
+    for pid in $sups; do
+        ! kill -0 "$pid" 2>/dev/null
+        [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name "sbx-$pid-*" 2>/dev/null)" ] || fail "cgroups of $pid left"
+    done
+    [ -z "$(find "$WORK/data/runner-executions/runs" -mindepth 1 -maxdepth 1 -name 'h*')" ] || fail "left: $(ls -a "$WORK/data/runner-executions/runs")"
+}
+
 @test "/status lists a running execution with its session, agent and startedAt" {
     mkfifo -m 666 "$PROJECT/started"
     in_background s1 "$(shell_request s1 'echo > /workspace/started; sleep 2')" /execute-shell
