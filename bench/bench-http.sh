@@ -9,6 +9,7 @@
 # client on a workspace of its own (goal: 180 runs/s, none failed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 N=${N:-50}
 LOAD=${LOAD:-200}
 CONC_CLIENTS=${CONC_CLIENTS:-16} CONC_RUNS=${CONC_RUNS:-200}
@@ -26,8 +27,7 @@ mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
 [ "$(jq -c '[.binds[].fd]' "$work/dry.json")" = "[6]" ] || { echo "unexpected binds: $(jq -c .binds "$work/dry.json")"; exit 1; }
 filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
 unset SBX_DATA_DIR
-as_user=()
-[ "$(id -u)" -ne 0 ] || as_user=(setpriv --reuid "$(jq .runAs.uid "$work/dry.json")" --regid "$(jq .runAs.gid "$work/dry.json")" --clear-groups)
+as_workload_uid "$work/dry.json"
 
 request() {
     jq -cn --arg id "$1" --arg ws "$ws" '{agentId: "main", code: "true", executionId: $id, workspaceRoot: $ws,
@@ -48,7 +48,6 @@ for ((i = 0; i < N; i++)); do
     [ "$(jq -r .exitCode "$work/out")" = 0 ] || { echo "execution failed: $(cat "$work/out")" >&2; exit 1; }
     http+=("$(awk -v t="$t" 'BEGIN { printf "%d", t * 1e9 }')")
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 md=$(median "${direct[@]}") mh=$(median "${http[@]}")
 awk -v d="$md" -v h="$mh" -v n="$N" 'BEGIN {
     printf "runs each:                          %d (interleaved)\n", n

@@ -6,6 +6,7 @@
 # that switches the uid, as sbx-launch is), and is the ratio's anchor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 N=${N:-40}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -22,8 +23,7 @@ mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
 filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
 bin/sbx-launch "$spec"    # warm every cache once
 
-as_user=()
-[ "$(id -u)" -ne 0 ] || as_user=(setpriv --reuid "$(jq .runAs.uid "$work/dry.json")" --regid "$(jq .runAs.gid "$work/dry.json")" --clear-groups)
+as_workload_uid "$work/dry.json"
 direct=() launch=() bare=() switched=()
 for ((i = 0; i < N; i++)); do
     t0=$(date +%s%N); "${argv[@]}" 3<"$filter" 6<"$work/ws"; t1=$(date +%s%N)
@@ -32,7 +32,6 @@ for ((i = 0; i < N; i++)); do
     "${as_user[@]}" "${argv[@]}" 3<"$filter" 6<"$work/ws"; t4=$(date +%s%N)
     direct+=($((t1 - t0))) launch+=($((t2 - t1))) bare+=($((t3 - t2))) switched+=($((t4 - t3)))
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 md=$(median "${direct[@]}") ml=$(median "${launch[@]}") mb=$(median "${bare[@]}") ms=$(median "${switched[@]}")
 awk -v d="$md" -v l="$ml" -v b="$mb" -v s="$ms" -v n="$N" -v uid="${as_user[*]:+as the workload uid via setpriv}" 'BEGIN {
     printf "runs each:                      %d (interleaved)\n", n

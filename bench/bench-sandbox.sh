@@ -7,6 +7,7 @@
 # capped /dev/shm tmpfs; --ro-bind-try: the first /proc mask).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 N=${N:-50}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -18,9 +19,7 @@ bin/sbx-launch "$work/spec.json"    # owns the workspace, warms every cache
 bin/sbx-launch --dry-run "$work/spec.json" > "$work/dry.json"
 mapfile -t ours < <(jq -r '.argv[]' "$work/dry.json")
 filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
-uid=$(jq .runAs.uid "$work/dry.json") gid=$(jq .runAs.gid "$work/dry.json")
-as_user=()
-[ "$(id -u)" -ne 0 ] || as_user=(setpriv --reuid "$uid" --regid "$gid" --clear-groups)
+as_workload_uid "$work/dry.json"
 ident() { jq -r --arg k "$1" '.argv as $a | [range(0; $a | length) | select($a[.] == "--ro-bind" and $a[. + 2] == $k) | $a[. + 1]][0]' "$work/dry.json"; }
 upstream=(/usr/bin/bwrap --die-with-parent --unshare-all --unshare-user)
 grep -q -- '--disable-userns' <<< "${ours[*]}" && upstream+=(--disable-userns)
@@ -47,7 +46,6 @@ without() {
 }
 ns() { date +%s%N; }
 run() { local s; s=$(ns); "${as_user[@]}" "$@" 3<"$filter" 6<"$work/ws"; echo $(( $(ns) - s )); }
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 cases=("--new-session 0" "--disable-userns 0" "--remount-ro 1" "--size 3" "--ro-bind-try 2")
 a=() b=()
 declare -A t
