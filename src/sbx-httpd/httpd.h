@@ -105,9 +105,10 @@ struct req {
  * and the body is read on and dropped. */
 struct upload {
 	int fd;                      /* the staging file, -1 when refused */
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX];          /* its name; empty once renamed into place */
 	struct sbx_sha256 *sha;
 	unsigned long long bytes, cap; /* cap 0: none */
+	unsigned long long written_back; /* bytes the disk was asked to write */
 	bool over;                   /* more than cap arrived */
 	bool verified;               /* transfer-file */
 	int write_errno;
@@ -118,6 +119,10 @@ bool upload_wanted(const char *method, const char *url);
 struct upload *upload_begin(struct MHD_Connection *conn, const char *url);
 void upload_write(struct upload *u, const char *data, size_t n);
 void upload_free(struct upload *u);
+/* The staged file, given mode and synced, linked (reject: atomic against a
+ * concurrent creator, EEXIST) or renamed (overwrite) onto leaf relative to
+ * parent; copied there first across filesystems. 0 or -1/errno. */
+int upload_place(struct upload *u, int parent, const char *leaf, bool overwrite, mode_t mode);
 /* The checks both the head and the end apply: workspace key, path, conflict
  * and, verified, the metadata headers. 0, or the status with msg. */
 unsigned upload_check(struct MHD_Connection *conn, bool verified, char *msg, size_t msize);

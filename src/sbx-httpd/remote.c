@@ -8,7 +8,6 @@
 #include "../lib/remote_path.h"
 #include "../lib/snap_scan.h"
 #include "../lib/beneath.h"
-#include "../lib/uuid.h"
 #include "../lib/workspace_uid.h"
 
 #include <errno.h>
@@ -16,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -184,45 +182,17 @@ static bool within_quota(int dir, int parent, const char *leaf, unsigned long lo
 	return total + incoming <= (unsigned long long)max;
 }
 
-/* The staged bytes into a new file created in parent (a random name,
- * O_EXCL | O_NOFOLLOW), given its mode and synced: name holds it. */
-static int stage_in(int parent, const struct upload *u, mode_t mode, char *name, size_t size)
-{
-	sbx_uuid4(".sbx-upload-", name, size);
-	int fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	off_t off = 0;
-	ssize_t n = 1;
-	while ((unsigned long long)off < u->bytes && (n = sendfile(fd, u->fd, &off, u->bytes - (unsigned long long)off)) > 0)
-		;
-	int ok = n > 0 && fchmod(fd, mode) == 0 && fsync(fd) == 0;
-	int saved = n == 0 ? EIO : errno; /* the staging file ended early */
-	close(fd);
-	if (ok)
-		return 0;
-	unlinkat(parent, name, 0);
-	return errno = saved, -1;
-}
-
-/* Linked (reject: atomic against a concurrent creator) or renamed
- * (overwrite) onto leaf, both names relative to parent. */
+/* The staged file linked or renamed onto leaf, relative to parent. */
 static enum MHD_Result place(struct req *r, struct upload *u, int parent, const char *leaf, const char *rel,
 			     const char *sha)
 {
-	char name[64];
 	bool overwrite = query(r, "conflict") && !strcmp(query(r, "conflict"), "overwrite");
 	long exec = u->verified && header(r, "x-workspace-executable") ? strtol(header(r, "x-workspace-executable"), NULL, 10) : 0;
-	if (stage_in(parent, u, (mode_t)(0644 | (exec & 0111)), name, sizeof(name)) != 0)
-		return reply_error(r, 400, "Cannot stage the upload: %s", strerror(errno));
-	int rc = overwrite ? renameat(parent, name, parent, leaf) : linkat(parent, name, parent, leaf, 0);
-	int saved = errno;
-	if (rc != 0 || !overwrite)
-		unlinkat(parent, name, 0);
-	if (rc != 0 && !overwrite && saved == EEXIST) /* a plain upload's collision is 409, a verified one's 400 */
-		return reply_error(r, u->verified ? 400 : 409, "Remote workspace file already exists");
-	if (rc != 0)
-		return reply_error(r, 400, "Cannot publish the upload: %s", strerror(saved));
+	if (upload_place(u, parent, leaf, overwrite, (mode_t)(0644 | (exec & 0111))) != 0) {
+		if (!overwrite && errno == EEXIST) /* a plain upload's collision is 409, a verified one's 400 */
+			return reply_error(r, u->verified ? 400 : 409, "Remote workspace file already exists");
+		return reply_error(r, 400, "Cannot publish the upload: %s", strerror(errno));
+	}
 	fsync(parent);
 	json_t *body = json_pack("{s:s,s:I}", "path", rel, "size", (json_int_t)u->bytes);
 	if (u->verified)

@@ -1,19 +1,26 @@
 /* upload.c — streamed PUT bodies: bearer and head checks first, then every
  * chunk written to <data>/runner-uploads/ and hashed as it arrives, so a
- * body of several GiB costs a few pages of memory. Publishing (quota,
- * conflict, rename into the workspace) happens in remote.c at the end. */
+ * body of several GiB costs a few pages of memory; at the end, once remote.c
+ * has checked hash and quota, the staged file itself is linked into place. */
 #include "httpd.h"
 #include "../lib/io.h"
 #include "../lib/remote_path.h"
+#include "../lib/uuid.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SAFE_INTEGER_MAX 9007199254740991ull
+
+/* The disk starts writing the staged bytes every this many as they arrive,
+ * so the fsync before publishing waits for the last step, not the body. */
+#define WRITEBACK_STEP (8ull << 20)
 
 bool upload_wanted(const char *method, const char *url)
 {
@@ -89,6 +96,16 @@ struct upload *upload_begin(struct MHD_Connection *conn, const char *url)
 	return u;
 }
 
+/* Asks the disk to start on the bytes staged since the last step; advisory
+ * (the fsync before publishing reports any error). */
+static void start_writeback(struct upload *u)
+{
+	if (u->bytes - u->written_back < WRITEBACK_STEP)
+		return;
+	sync_file_range(u->fd, (off_t)u->written_back, (off_t)(u->bytes - u->written_back), SYNC_FILE_RANGE_WRITE);
+	u->written_back = u->bytes;
+}
+
 void upload_write(struct upload *u, const char *data, size_t n)
 {
 	if (u->fd < 0 || u->over || u->write_errno)
@@ -103,6 +120,57 @@ void upload_write(struct upload *u, const char *data, size_t n)
 	}
 	sbx_sha256_update(u->sha, data, n);
 	u->bytes += n;
+	start_writeback(u);
+}
+
+/* The staged bytes copied into a new file created in parent (a random name,
+ * O_EXCL | O_NOFOLLOW), given its mode and synced: name holds it. For a
+ * workspace on another filesystem than runner-uploads. */
+static int copy_in(const struct upload *u, int parent, mode_t mode, char *name, size_t size)
+{
+	sbx_uuid4(".sbx-upload-", name, size);
+	int fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	off_t off = 0;
+	ssize_t n = 1;
+	while ((unsigned long long)off < u->bytes && (n = sendfile(fd, u->fd, &off, u->bytes - (unsigned long long)off)) > 0)
+		;
+	int ok = n > 0 && fchmod(fd, mode) == 0 && fsync(fd) == 0;
+	int saved = n == 0 ? EIO : errno; /* the staging file ended early */
+	close(fd);
+	if (ok)
+		return 0;
+	unlinkat(parent, name, 0);
+	return errno = saved, -1;
+}
+
+/* Linked (reject: atomic against a concurrent creator) or renamed
+ * (overwrite) onto to, relative to to_dir. */
+static int link_or_rename(int from_dir, const char *from, int to_dir, const char *to, bool overwrite)
+{
+	return overwrite ? renameat(from_dir, from, to_dir, to) : linkat(from_dir, from, to_dir, to, 0);
+}
+
+int upload_place(struct upload *u, int parent, const char *leaf, bool overwrite, mode_t mode)
+{
+	if (fchmod(u->fd, mode) != 0 || fsync(u->fd) != 0)
+		return -1;
+	if (link_or_rename(AT_FDCWD, u->tmp, parent, leaf, overwrite) == 0) {
+		if (overwrite)
+			u->tmp[0] = '\0'; /* moved: no staging name left to remove */
+		return 0;
+	}
+	if (errno != EXDEV)
+		return -1;
+	char name[64];
+	if (copy_in(u, parent, mode, name, sizeof(name)) != 0)
+		return -1;
+	int rc = link_or_rename(parent, name, parent, leaf, overwrite);
+	int saved = errno;
+	if (rc != 0 || !overwrite)
+		unlinkat(parent, name, 0);
+	return errno = saved, rc;
 }
 
 void upload_free(struct upload *u)
@@ -111,7 +179,8 @@ void upload_free(struct upload *u)
 		return;
 	if (u->fd >= 0) {
 		close(u->fd);
-		unlink(u->tmp);
+		if (u->tmp[0])
+			unlink(u->tmp);
 	}
 	if (u->sha)
 		sbx_sha256_free(u->sha);
