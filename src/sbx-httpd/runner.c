@@ -86,9 +86,12 @@ static bool live_add(pid_t pid)
 	if (ok && live.n == live.cap) {
 		size_t cap = live.cap ? live.cap * 2 : 64;
 		pid_t *grown = realloc(live.pids, cap * sizeof(*grown));
-		ok = grown != NULL;
-		if (ok)
-			live.pids = grown, live.cap = cap;
+		if (grown) {
+			live.pids = grown;
+			live.cap = cap;
+		} else {
+			ok = false;
+		}
 	}
 	if (ok)
 		live.pids[live.n++] = pid;
@@ -114,8 +117,10 @@ void runner_drain(int wait_ms)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += wait_ms / 1000;
 	until.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000)
-		until.tv_sec++, until.tv_nsec -= 1000000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
 	pthread_mutex_lock(&live.lock);
 	live.stopping = true;
 	for (size_t i = 0; i < live.n; i++)
