@@ -122,23 +122,6 @@ static int workload_identity(struct run *r, const struct sbx_run_as *who, struct
 	return 0;
 }
 
-/* The state directory, made and absolute from here on (paths under it are
- * bound into sandboxes); 0711: the workload's uid must reach its scratch
- * below, and it lists nothing. */
-static void settle_state_dir(struct run *r)
-{
-	struct sbx_error e;
-	if (sbx_mkdir_p(r->state_dir, 0711, &e) != 0)
-		sbx_die(&e);
-	char *abs_state = realpath(r->state_dir, NULL);
-	if (!abs_state || strlen(abs_state) >= sizeof(r->state_dir) - 64) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "--state-dir: %s: cannot resolve", r->state_dir);
-		sbx_die(&e);
-	}
-	memcpy(r->state_dir, abs_state, strlen(abs_state) + 1);
-	free(abs_state);
-}
-
 /* What a standby made while waiting: its directory, held process, cgroups. */
 static void release_standby(struct run *r)
 {
@@ -499,7 +482,7 @@ int main(int argc, char **argv)
 		if (isolate(r, &e) != 0 || sbx_run_limit_defaults(&defaults, &e) != 0)
 			sbx_die(&e);
 		run_hold_launch(r, "standby", &defaults, true);
-		settle_state_dir(r);
+		run_settle_state_dir(r);
 		run_stage(r);
 		size_t len;
 		char *text = run_standby_request(REQUEST_CAP, &len, &e);
@@ -522,7 +505,7 @@ int main(int argc, char **argv)
 	/* 2. The execution directory (a standby's is made; it is renamed):
 	 * a second run of one id is refused. */
 	if (!standby)
-		settle_state_dir(r);
+		run_settle_state_dir(r);
 	if (snprintf(r->exec_dir, sizeof(r->exec_dir), "%s/%s", r->state_dir, r->req.execution_id) >= (int)sizeof(r->exec_dir)) {
 		sbx_error_set(&e, SBX_EXIT_USAGE, "path-too-long", "--state-dir: path too long");
 		refuse(r, &e);

@@ -98,7 +98,9 @@ void run_event(const char *event, struct run *r, json_t *extra);
 json_t *run_result(struct run *r);
 int run_write_result(struct run *r, json_t *result, struct sbx_error *e);
 
-/* staging.c: a standby makes its execution directory while it waits. */
+/* staging.c: the state directory (made, absolute), and a standby's
+ * execution directory made while it waits. */
+void run_settle_state_dir(struct run *r);
 void run_record_supervisor(struct run *r);
 void run_stage(struct run *r);
 /* 1: the staged directory is now exec_dir; 0: none (make it); -1: the
