@@ -69,8 +69,10 @@ static void sweep_runs(void)
 	closedir(d);
 }
 
-/* Every sbx-run started and not yet reaped, so that a shutdown can stop
- * them cleanly (they remove their cgroups and say why they ended). */
+/* Every sbx-run started and not yet let go, so that a shutdown can stop
+ * them cleanly (they remove their cgroups and say why they ended) and wait
+ * for their directories to go. A reaped one is marked (negated): its pid
+ * may belong to another process by now and is never signalled. */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t gone;
@@ -99,11 +101,20 @@ static bool live_add(pid_t pid)
 	return ok;
 }
 
+static void live_reaped(pid_t pid)
+{
+	pthread_mutex_lock(&live.lock);
+	for (size_t i = 0; i < live.n; i++)
+		if (live.pids[i] == pid)
+			live.pids[i] = -pid;
+	pthread_mutex_unlock(&live.lock);
+}
+
 static void live_remove(pid_t pid)
 {
 	pthread_mutex_lock(&live.lock);
 	for (size_t i = 0; i < live.n; i++)
-		if (live.pids[i] == pid) {
+		if (live.pids[i] == pid || live.pids[i] == -pid) {
 			live.pids[i] = live.pids[--live.n];
 			break;
 		}
@@ -124,10 +135,25 @@ void runner_drain(int wait_ms)
 	pthread_mutex_lock(&live.lock);
 	live.stopping = true;
 	for (size_t i = 0; i < live.n; i++)
-		kill(live.pids[i], SIGTERM);
+		if (live.pids[i] > 0)
+			kill(live.pids[i], SIGTERM);
 	while (live.n > 0 && pthread_cond_timedwait(&live.gone, &live.lock, &until) == 0)
 		;
 	pthread_mutex_unlock(&live.lock);
+}
+
+/* Waits for pid's exit and reaps it, marked reaped while it is still a
+ * zombie (so its pid is never reused under a shutdown's signal). */
+static int wait_marked(pid_t pid)
+{
+	siginfo_t info;
+	int status = 0;
+	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	live_reaped(pid);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return status;
 }
 
 /* Waits for sbx-run's exit, at most RUNNER_REAP_MS, then kills it. */
@@ -139,8 +165,7 @@ static void reap(pid_t pid)
 		kill(pid, SIGKILL);
 	if (fd >= 0)
 		close(fd);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	wait_marked(pid);
 }
 
 void runner_let_go(const char *internal_id, pid_t pid, bool reaped)
@@ -421,9 +446,7 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
 	if (out.dropped && !c->result)
 		snprintf(c->diag, sizeof(c->diag), "sbx-run's result was over %u MiB (its file lists); it was not read",
 			 EVENT_LINE_MAX >> 20);
-	int status = 0;
-	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
-		;
+	int status = wait_marked(c->pid);
 	c->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	c->reaped = true;
 	if (tick)
