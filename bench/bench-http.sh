@@ -6,7 +6,8 @@
 # across 20 workspaces from 8 concurrent clients (none lost, per-workspace
 # order held, throughput, p50/p99 from submission to terminal record); then
 # CONC_CLIENTS (16) clients x CONC_RUNS (200) synchronous executions, each
-# client on a workspace of its own (goal: 180 runs/s, none failed).
+# client on a workspace of its own (goal: 180 runs/s, none failed), against
+# the same number of raw sandbox launches run as concurrently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -67,3 +68,15 @@ jq -r '"concurrent clients:                 \(.clients) x \(.runs / .clients) sy
        "failed / order held:                \(.failed) / \(.orderHeld)",
        "concurrent throughput:              \(.perSecond) runs/s (\(.wallSeconds) s; goal >= 180)"' <<< "$conc"
 [ "$(jq .failed <<< "$conc")" = 0 ] && [ "$(jq .orderHeld <<< "$conc")" = true ]
+
+# The concurrent anchor: CONC_CLIENTS loops, each launching the raw sandbox
+# of `true` CONC_RUNS times one after another, as many at once as clients.
+raw_loop() { local i; for ((i = 0; i < CONC_RUNS; i++)); do "${as_user[@]}" "${argv[@]}" 3<"$filter" 6<"$ws" || exit 1; done; }
+t0=$(date +%s%N) loops=()
+for ((k = 0; k < CONC_CLIENTS; k++)); do raw_loop & loops+=($!); done
+for l in "${loops[@]}"; do wait "$l" || { echo "a raw sandbox launch failed" >&2; exit 1; }; done
+t1=$(date +%s%N)
+awk -v n=$((CONC_CLIENTS * CONC_RUNS)) -v ns=$((t1 - t0)) -v sbx="$(jq .perSecond <<< "$conc")" 'BEGIN {
+    printf "anchor: raw bwrap, as concurrent:   %.1f runs/s (%d launches)\n", n / (ns / 1e9), n
+    printf "concurrent ratio:                   %.3f of the raw sandbox\n", sbx / (n / (ns / 1e9))
+}'
