@@ -48,8 +48,9 @@ wait "$tunneler"
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$httpd/status")
 # Run directories go once delivered (retention 0): none may stay behind.
 # The last ones go just after their terminal record is durable: up to 10 s.
+# Not counted: the lease locks and the directories waiting standbys made.
 for _ in $(seq 100); do
-    left=$(find "$work/data/runner-executions/runs" -mindepth 1 -maxdepth 1 -type d | wc -l)
+    left=$(find "$work/data/runner-executions/runs" -mindepth 1 -maxdepth 1 -type d ! -name locks ! -name '.standby-*' | wc -l)
     [ "$left" = 0 ] && break
     sleep 0.1
 done
