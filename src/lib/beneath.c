@@ -94,6 +94,18 @@ bool sbx_same_file(int a, int b)
 	return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+int sbx_reopen_dir(int dirfd, struct stat *st)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, st) != 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
 /* The rest of path after prefix at a component boundary, or NULL. */
 static const char *after_prefix(const char *prefix, const char *path)
 {

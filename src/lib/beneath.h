@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* How a path below the root may be resolved. */
@@ -39,5 +40,9 @@ int sbx_fd_path(int fd, char *out, size_t size);
 
 /* True when a and b are the same inode (fstat of both). */
 bool sbx_same_file(int a, int b);
+
+/* A directory fd of its own for dirfd's directory (a walk's reads then do
+ * not move dirfd's offset), its stat in *st; -1 with errno on failure. */
+int sbx_reopen_dir(int dirfd, struct stat *st);
 
 #endif

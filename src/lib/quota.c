@@ -2,6 +2,7 @@
  * fds, one reusable buffer per depth, no path strings unless an error needs
  * one, no allocation per entry on the hot path. */
 #include "quota.h"
+#include "beneath.h"
 #include "exitcodes.h"
 #include "io.h"
 #include "map.h"
@@ -153,12 +154,10 @@ static int usage_at(int rootfd, const char *display, struct sbx_usage *u, struct
 	memset(u, 0, sizeof(*u));
 	u->errors = json_array();
 	/* A description of its own: getdents64 does not move rootfd's offset. */
-	int fd = w ? openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	if (fd < 0 || fstat(fd, &st) != 0) {
+	int fd = w ? sbx_reopen_dir(rootfd, &st) : -1;
+	if (fd < 0) {
 		sbx_error_set(e, w ? SBX_EXIT_USAGE : SBX_EXIT_INTERNAL, "bad-path", "%.300s: %s", display,
 			      strerror(w ? errno : ENOMEM));
-		if (fd >= 0)
-			close(fd);
 		free(w);
 		return -1;
 	}

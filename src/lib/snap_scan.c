@@ -1,5 +1,6 @@
 /* snap_scan.c — the sorted workspace walk and the fingerprint diff. */
 #include "snap_scan.h"
+#include "beneath.h"
 #include "exitcodes.h"
 #include "io.h"
 #include "json.h"
@@ -135,11 +136,9 @@ int sbx_snap_scan_at(int rootfd, struct sbx_snap_scan *s, struct sbx_error *e)
 
 	memset(s, 0, sizeof(*s));
 	/* A description of its own: the walk's reads do not move rootfd's offset. */
-	int fd = w ? openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	if (fd < 0 || fstat(fd, &st) != 0) {
+	int fd = w ? sbx_reopen_dir(rootfd, &st) : -1;
+	if (fd < 0) {
 		sbx_error_set(e, w ? SBX_EXIT_USAGE : SBX_EXIT_INTERNAL, "scan-failed", ".: %s", strerror(w ? errno : ENOMEM));
-		if (fd >= 0)
-			close(fd);
 		free(w);
 		return -1;
 	}
