@@ -1,5 +1,6 @@
-/* egress_addr.c — IP-literal recognition and special-purpose ranges as a
- * table of binary prefixes (never string prefixes: "fc0::1" is not fc00::/7). */
+/* egress_addr.c — IP-literal recognition and special-purpose ranges (the
+ * IANA IPv4/IPv6 special-purpose registries, multicast, site-local, SIIT) as
+ * binary prefixes (never string prefixes: "fc0::1" is not fc00::/7). */
 #include "egress_addr.h"
 
 #include <arpa/inet.h>
@@ -23,8 +24,11 @@ static const struct range v4_ranges[] = {
 	{ V4(172, 16, 0, 0), 12, "private" },
 	{ V4(192, 0, 0, 0), 24, "ietf-protocol-assignments" },
 	{ V4(192, 0, 2, 0), 24, "documentation" },
+	{ V4(192, 31, 196, 0), 24, "as112" },
+	{ V4(192, 52, 193, 0), 24, "amt" },
 	{ V4(192, 88, 99, 0), 24, "6to4-relay-anycast" },
 	{ V4(192, 168, 0, 0), 16, "private" },
+	{ V4(192, 175, 48, 0), 24, "as112-direct-delegation" },
 	{ V4(198, 18, 0, 0), 15, "benchmarking" },
 	{ V4(198, 51, 100, 0), 24, "documentation" },
 	{ V4(203, 0, 113, 0), 24, "documentation" },
@@ -36,12 +40,19 @@ static const struct range v4_ranges[] = {
 static const struct range v6_ranges[] = {
 	{ { 0 }, 128, "unspecified" },
 	{ { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 }, 128, "loopback" },
+	/* ::ffff:0:a.b.c.d (SIIT, RFC 2765): refused outright, never judged by its IPv4. */
+	{ { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 }, 96, "ipv4-translated" },
 	{ { 0x00, 0x64, 0xff, 0x9b }, 96, "nat64" },
 	{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48, "nat64-local" },
 	{ { 0x01, 0x00 }, 64, "discard-only" },
+	{ { 0x01, 0x00, 0, 0, 0, 0, 0, 0x01 }, 64, "dummy-prefix" },
 	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation" },
 	{ { 0x20, 0x01 }, 32, "teredo" },
+	{ { 0x20, 0x01 }, 23, "ietf-protocol-assignments" },
 	{ { 0x20, 0x02 }, 16, "6to4" },
+	{ { 0x26, 0x20, 0x00, 0x4f, 0x80, 0x00 }, 48, "as112-direct-delegation" },
+	{ { 0x3f, 0xff }, 20, "documentation" },
+	{ { 0x5f, 0x00 }, 16, "srv6-sid" },
 	{ { 0xfc }, 7, "unique-local" },
 	{ { 0xfe, 0x80 }, 10, "link-local" },
 	{ { 0xfe, 0xc0 }, 10, "site-local" },
@@ -82,7 +93,9 @@ static const char *v6_special(const unsigned char *a)
 	for (size_t i = 0; i < sizeof(v6_ranges) / sizeof(v6_ranges[0]); i++)
 		if (in_range(a, &v6_ranges[i]))
 			return v6_ranges[i].reason;
-	return NULL;
+	/* Only 2000::/3 is global unicast (IANA IPv6 address space): the rest
+	 * is reserved, and no public host has an address there. */
+	return (a[0] & 0xe0) == 0x20 ? NULL : "reserved";
 }
 
 const char *sbx_addr_special(const struct sockaddr *sa)

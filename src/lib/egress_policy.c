@@ -33,7 +33,7 @@ static int parse_port(const char *s)
 }
 
 /* LDH labels, each 1-63, at least two, 253 in all; lower case only. */
-static bool valid_name(const char *host, bool allow_upper)
+static bool valid_name(const char *host, bool allow_upper, size_t min_labels)
 {
 	size_t n = strlen(host), labels = 0;
 	if (n == 0 || n > 253)
@@ -53,7 +53,7 @@ static bool valid_name(const char *host, bool allow_upper)
 		if (*s == '.' && !*++s)
 			return false;
 	}
-	return labels >= 2;
+	return labels >= min_labels;
 }
 
 int sbx_egress_parse_entry(const char *text, struct sbx_egress_entry *out, char *why, size_t size)
@@ -80,7 +80,7 @@ int sbx_egress_parse_entry(const char *text, struct sbx_egress_entry *out, char 
 	for (const char *p = host; *p; p++)
 		if (*p >= 'A' && *p <= 'Z')
 			return say(why, size, "'%.80s': lower-case A-labels only", text);
-	if (!valid_name(host, false))
+	if (!valid_name(host, false, 2))
 		return say(why, size, "'%.80s': not a domain name of two or more LDH labels (63 each, 253 in all)", text);
 	if (snprintf(out->host, sizeof(out->host), "%s", host) >= (int)sizeof(out->host))
 		return say(why, size, "'%.80s': longer than 253 bytes", text);
@@ -201,8 +201,8 @@ int sbx_egress_parse_authority(const char *text, int default_port, struct sbx_eg
 	}
 	char *colon = strrchr(buf, ':');
 	if (colon && strchr(buf, ':') != colon) {
-		say(why, size, "%s", "an IP address: sandbox network access allows domain names only");
-		return 403;
+		say(why, size, "%s", "not HOST[:PORT]: two ports, or an IPv6 address without brackets");
+		return 400;
 	}
 	if (colon) {
 		*colon = '\0';
@@ -221,7 +221,9 @@ int sbx_egress_parse_authority(const char *text, int default_port, struct sbx_eg
 	for (char *p = buf; *p; p++)
 		if (*p >= 'A' && *p <= 'Z')
 			*p = (char)(*p - 'A' + 'a');
-	if (!valid_name(buf, false)) {
+	/* A single label (localhost, instance-data) is a name: the allowlist,
+	 * which only holds dotted names, refuses it (403). */
+	if (!valid_name(buf, false, 1)) {
 		say(why, size, "%s", "not a host name of LDH labels");
 		return 400;
 	}

@@ -16,14 +16,17 @@
 #define MAX_OVERRIDES 64
 #define MAX_ANSWERS 8
 
-/* --resolve NAME:PORT:ADDR[,ADDR]...: the k-th lookup of NAME:PORT gets the
- * k-th address (the last one repeats); several entries for one NAME:PORT
- * each contribute an address to every answer. */
+/* --resolve NAME:PORT:ADDR[,ADDR]...[|ADDR[,ADDR]...]...: the name's
+ * addresses, tried in order; '|' separates the answers of successive
+ * lookups (the last repeats). Several entries for one NAME:PORT each add
+ * their addresses to every answer. */
 struct override {
 	char name[254];
 	int port;
 	struct sockaddr_storage answers[MAX_ANSWERS];
 	int n_answers;
+	int set_end[MAX_ANSWERS]; /* answers[set_end[k-1] .. set_end[k]) is the k-th lookup's */
+	int n_sets;
 	atomic_int lookups;
 };
 

@@ -1,5 +1,5 @@
-/* resolve.c — --resolve overrides: fixed answers per NAME:PORT, in
- * sequence, so tests and operators never depend on a DNS server. */
+/* resolve.c — --resolve overrides: fixed addresses per NAME:PORT (and, for
+ * rebinding tests, other answers for later lookups), no DNS server needed. */
 #include "egress.h"
 #include "../lib/cli.h"
 
@@ -30,7 +30,7 @@ static void parse_address(const char *text, int port, struct sockaddr_storage *s
 	}
 }
 
-/* NAME:PORT:ADDR[,ADDR]..., an IPv6 ADDR bracketed or bare. */
+/* NAME:PORT:ADDR[,ADDR]...[|ADDR[,ADDR]...]..., an IPv6 ADDR bracketed or bare. */
 void overrides_add(struct overrides *o, const char *spec)
 {
 	char buf[1024];
@@ -38,7 +38,7 @@ void overrides_add(struct overrides *o, const char *spec)
 		sbx_cli_usage_error("sbx-egress", "--resolve: too long");
 	char *c1 = strchr(buf, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 	if (!c1 || !c2 || c1 == buf)
-		sbx_cli_usage_error("sbx-egress", "--resolve: expected NAME:PORT:ADDR[,ADDR]...");
+		sbx_cli_usage_error("sbx-egress", "--resolve: expected NAME:PORT:ADDR[,ADDR]...[|ADDR[,ADDR]...]...");
 	if (o->n == MAX_OVERRIDES)
 		sbx_cli_usage_error("sbx-egress", "--resolve: at most 64");
 	*c1 = *c2 = '\0';
@@ -47,10 +47,14 @@ void overrides_add(struct overrides *o, const char *spec)
 	if (snprintf(x->name, sizeof(x->name), "%s", buf) >= (int)sizeof(x->name))
 		sbx_cli_usage_error("sbx-egress", "--resolve: NAME longer than 253 bytes");
 	x->port = (int)sbx_cli_parse_long("--resolve PORT", c1 + 1, 1, 65535);
-	for (char *save = NULL, *a = strtok_r(c2 + 1, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-		if (x->n_answers == MAX_ANSWERS)
-			sbx_cli_usage_error("sbx-egress", "--resolve: at most 8 answers in sequence");
-		parse_address(a, x->port, &x->answers[x->n_answers++]);
+	for (char *s1 = NULL, *set = strtok_r(c2 + 1, "|", &s1); set; set = strtok_r(NULL, "|", &s1)) {
+		for (char *s2 = NULL, *a = strtok_r(set, ",", &s2); a; a = strtok_r(NULL, ",", &s2)) {
+			if (x->n_answers == MAX_ANSWERS)
+				sbx_cli_usage_error("sbx-egress", "--resolve: at most 8 addresses per NAME:PORT entry");
+			parse_address(a, x->port, &x->answers[x->n_answers++]);
+		}
+		if (!x->n_sets || x->set_end[x->n_sets - 1] != x->n_answers)
+			x->set_end[x->n_sets++] = x->n_answers;
 	}
 	if (!x->n_answers)
 		sbx_cli_usage_error("sbx-egress", "--resolve: no ADDR");
@@ -67,7 +71,9 @@ int overrides_resolve(const char *host, int port, struct sockaddr_storage *out, 
 		if (strcmp(x->name, host) != 0 || x->port != port)
 			continue;
 		int k = atomic_fetch_add(&x->lookups, 1);
-		out[n++] = x->answers[k < x->n_answers ? k : x->n_answers - 1];
+		k = k < x->n_sets ? k : x->n_sets - 1;
+		for (int j = k ? x->set_end[k - 1] : 0; j < x->set_end[k] && n < max; j++)
+			out[n++] = x->answers[j];
 	}
 	return n ? n : sbx_egress_getaddrinfo(host, port, out, max, why, size, NULL);
 }

@@ -88,12 +88,21 @@ print(r.status, r.read().decode().splitlines()[1])'
     assert_output --partial "403"
     run jq -sc 'map(.decision) | unique' "$LOG"
     assert_output '["denied"]'
+    # A single label is a name the allowlist refuses; a target that does not parse is 400.
+    for target in localhost:443 instance-data:80; do
+        run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< "CONNECT $target HTTP/1.1"$'\r\n\r\n'
+        assert_line --index 0 --partial "403 Forbidden"
+    done
+    for target in ::1:443 api.test:80:90; do
+        run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< "CONNECT $target HTTP/1.1"$'\r\n\r\n'
+        assert_line --index 0 --partial "400 Bad Request"
+    done
 }
 
 @test "DNS pinning: the gateway connects to the address it vetted and never resolves again" {
     # First answer 127.0.0.1 (the server), every later one 127.0.0.2 (nothing).
     for form in "" "-p"; do
-        gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1,127.0.0.2"
+        gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.1|127.0.0.2"
         net_sandbox "curl -sS --fail $form http://api.test:$PORT/first; curl -sS -o /dev/null -w 'second=%{http_code}\n' $form http://api.test:$PORT/second"
         assert_line "path=/first"
         # The second request is decided afresh and gets the second answer:
@@ -103,6 +112,17 @@ print(r.status, r.read().decode().splitlines()[1])'
     done
     run grep -c '"address":"127.0.0.2"' "$LOG"
     [ "$output" -eq 0 ]
+}
+
+@test "a name's vetted addresses are tried in order: one that refuses the connection falls through to the next" {
+    # 127.0.0.2 has no listener on PORT (the server binds 127.0.0.1 only).
+    gateway "$private_policy" --resolve "api.test:$PORT:127.0.0.2,127.0.0.1"
+    net_sandbox "curl -sS --fail http://api.test:$PORT/absolute; curl -sS --fail -p http://api.test:$PORT/tunnel"
+    assert_success
+    assert_line "path=/absolute"
+    assert_line "path=/tunnel"
+    run jq -sc 'map(.address) | unique' "$LOG"
+    assert_output '["127.0.0.1"]'
 }
 
 @test "a mismatching client Host never reaches the server; hop-by-hop fields are stripped; redirects are passed back" {

@@ -53,6 +53,39 @@ setup() {
     done
 }
 
+@test "a single-label name is a name the allowlist refuses (403); two ports and an unbracketed IPv6 address do not parse (400)" {
+    for target in localhost instance-data:80 metadata; do
+        run sbx-egress check --policy "$P" "$target"
+        assert_failure 3
+        [ "$(jq_out .status)" = 403 ]
+        [[ "$(jq_out .reason)" == *"is not in the sandbox network allowed domains"* ]]
+    done
+    for target in '::1:443' 'api.test:80:90' '::ffff:127.0.0.1'; do
+        run sbx-egress check --policy "$P" "$target"
+        assert_failure 2
+        [ "$(jq_out .status)" = 400 ]
+        [[ "$(jq_out .reason)" == *"two ports, or an IPv6 address without brackets"* ]]
+    done
+}
+
+@test "SIIT (::ffff:0:a.b.c.d), the AS112/AMT ranges, 2001::/23, 3fff::/20 and addresses outside 2000::/3 are refused before any connect" {
+    for addr in ::ffff:0:127.0.0.1 ::ffff:0:8.8.8.8 192.31.196.1 192.52.193.1 192.175.48.1 2001:1::1 3fff::1 5f00::1 4000::1; do
+        run sbx-egress check --policy "$P" --resolve "api.test:443:$addr" api.test
+        assert_failure 3
+        [ "$(jq_out .status)" = 403 ]
+        [[ "$(jq_out .reason)" == *"resolves only to special-purpose addresses"* ]]
+    done
+}
+
+@test "--resolve NAME:PORT:A,B gives the name both addresses, in order; '|' separates later lookups' answers" {
+    run sbx-egress check --policy "$P" --resolve a.example.org:443:93.184.216.34,2606:4700::1111 a.example.org
+    assert_success
+    [ "$(jq_out '.addresses | join(",")')" = 93.184.216.34,2606:4700::1111 ]
+    run sbx-egress check --policy "$P" --resolve 'a.example.org:443:93.184.216.34|10.0.0.1' a.example.org
+    assert_success
+    [ "$(jq_out '.addresses | join(",")')" = 93.184.216.34 ]
+}
+
 @test "a policy whose stated revision disagrees with its content is refused" {
     echo '{"mode":"domain-allowlist","allowedDomains":["api.test"],"revision":"0000000000000000"}' > "$P"
     run --separate-stderr sbx-egress check --policy "$P" api.test

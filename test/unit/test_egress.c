@@ -84,7 +84,8 @@ static void authority_parsing(void **state)
 		{ "127.1:443", 403, NULL, 0 },
 		{ "[::1]:443", 403, NULL, 0 },
 		{ "[fe80::1%25eth0]:443", 400, NULL, 0 }, /* '%' never belongs to a name */
-		{ "::ffff:127.0.0.1", 403, NULL, 0 },
+		{ "::ffff:127.0.0.1", 400, NULL, 0 }, /* unbracketed */
+		{ "[::ffff:0:127.0.0.1]:443", 403, NULL, 0 },
 		{ "example.org:", 400, NULL, 0 },
 		{ "example.org:0", 400, NULL, 0 },
 		{ "example.org:65536", 400, NULL, 0 },
@@ -97,7 +98,11 @@ static void authority_parsing(void **state)
 		{ "exa\x01mple.org", 400, NULL, 0 },
 		{ "bücher.example", 400, NULL, 0 },
 		{ "a..b.org", 400, NULL, 0 },
-		{ "localhost", 400, NULL, 0 },
+		{ "localhost", 0, "localhost", 443 }, /* a name: the allowlist refuses it (403) */
+		{ "instance-data:80", 0, "instance-data", 80 },
+		{ "::1:443", 400, NULL, 0 },	     /* an IPv6 address without brackets does not parse */
+		{ "example.org:80:90", 400, NULL, 0 }, /* two ports */
+		{ "-bad-.org", 400, NULL, 0 },
 		{ "", 400, NULL, 0 },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -169,12 +174,18 @@ static void classification(void **state)
 		{ "240.0.0.0", true }, { "255.255.255.255", true }, { "8.8.8.8", false },
 		{ "::", true }, { "::1", true }, { "::2", true }, { "::ffff:127.0.0.1", true }, { "::ffff:7f00:1", true },
 		{ "::ffff:8.8.8.8", false }, { "::ffff:10.0.0.1", true }, { "::8.8.8.8", true },
-		{ "64:ff9b::8.8.8.8", true }, { "64:ff9b:1::1", true }, { "64:ff9b:2::1", false },
-		{ "100::1", true }, { "100:0:0:1::1", false },
-		{ "2001::1", true }, { "2001:0:ffff::1", true }, { "2001:1::1", false },
+		{ "64:ff9b::8.8.8.8", true }, { "64:ff9b:1::1", true }, { "64:ff9b:2::1", true },
+		{ "100::1", true }, { "100:0:0:1::1", true }, { "100:0:0:2::1", true },
+		{ "::ffff:0:127.0.0.1", true }, { "::ffff:0:8.8.8.8", true }, { "::ffff:0:0808:0808", true },
+		{ "::fffe:0:8.8.8.8", true }, { "4000::1", true }, { "3000::1", false },
+		{ "192.31.196.1", true }, { "192.52.193.1", true }, { "192.175.48.1", true }, { "192.175.49.1", false },
+		{ "2001::1", true }, { "2001:0:ffff::1", true }, { "2001:1::1", true }, { "2001:1ff::1", true },
+		{ "2001:200::1", false }, { "2620:4f:8000::1", true }, { "2620:4f:8001::1", false },
+		{ "3fff::1", true }, { "3fff:fff::1", true }, { "3fff:1000::1", false }, { "5f00::1", true },
+		{ "5f01::1", true }, { "2fff::1", false },
 		{ "2001:db8::1", true }, { "2001:db9::1", false },
 		{ "2002::1", true }, { "2002:ffff::1", true }, { "2003::1", false },
-		{ "fc00::1", true }, { "fdff::1", true }, { "fe00::1", false }, { "fc0::1", false },
+		{ "fc00::1", true }, { "fdff::1", true }, { "fe00::1", true }, { "fc0::1", true }, { "2fc0::1", false },
 		{ "fe80::1", true }, { "febf::1", true }, { "fec0::1", true }, { "feff::1", true },
 		{ "ff00::1", true }, { "ff02::1", true },
 		{ "2606:4700::1111", false }, { "not-an-address", true },
