@@ -126,6 +126,8 @@ int upload_place(struct upload *u, int parent, const char *leaf, bool overwrite,
 /* The checks both the head and the end apply: workspace key, path, conflict
  * and, verified, the metadata headers. 0, or the status with msg. */
 unsigned upload_check(struct MHD_Connection *conn, bool verified, char *msg, size_t msize);
+/* x-workspace-executable: bits within 0o111 (absent: 0; "true"/"false" too), or -1. */
+long upload_exec_bits(const char *header);
 
 /* Replies. Every body is compact JSON plus a newline with the spec's
  * headers; errors are {"error": message}. */

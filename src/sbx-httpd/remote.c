@@ -187,7 +187,7 @@ static enum MHD_Result place(struct req *r, struct upload *u, int parent, const 
 			     const char *sha)
 {
 	bool overwrite = query(r, "conflict") && !strcmp(query(r, "conflict"), "overwrite");
-	long exec = u->verified && header(r, "x-workspace-executable") ? strtol(header(r, "x-workspace-executable"), NULL, 10) : 0;
+	long exec = u->verified ? upload_exec_bits(header(r, "x-workspace-executable")) : 0;
 	if (upload_place(u, parent, leaf, overwrite, (mode_t)(0644 | (exec & 0111))) != 0) {
 		if (!overwrite && errno == EEXIST) /* a plain upload's collision is 409, a verified one's 400 */
 			return reply_error(r, u->verified ? 400 : 409, "Remote workspace file already exists");

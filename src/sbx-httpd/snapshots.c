@@ -100,9 +100,9 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 		if (fd >= 0)
 			close(fd);
 		if (ok)
-			json_array_append_new(files, json_pack("{s:s,s:I,s:s,s:b}", "path", en->path, "size",
+			json_array_append_new(files, json_pack("{s:s,s:I,s:s,s:I}", "path", en->path, "size",
 							       (json_int_t)st.st_size, "sha256", sha, "executable",
-							       (st.st_mode & 0100) != 0));
+							       (json_int_t)(st.st_mode & 0111)));
 	}
 	close(root);
 	sbx_snap_scan_free(&scan);

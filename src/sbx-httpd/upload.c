@@ -43,6 +43,18 @@ static bool digits(const char *s)
 	return s && *s && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 16;
 }
 
+long upload_exec_bits(const char *header)
+{
+	/* Upstream's snapshots give mode & 0o111 as a number, and its transfer
+	 * manager sends that back; a boolean from older exports is taken too. */
+	if (!header)
+		return 0;
+	if (!strcmp(header, "true") || !strcmp(header, "false"))
+		return header[0] == 't' ? 0111 : 0;
+	long x = digits(header) ? strtol(header, NULL, 10) : -1;
+	return x < 0 || (x & ~0111L) ? -1 : x;
+}
+
 unsigned upload_check(struct MHD_Connection *conn, bool verified, char *msg, size_t msize)
 {
 	char key[SBX_REMOTE_KEY_MAX + 1], path[SBX_REMOTE_PATH_MAX + 1];
@@ -55,11 +67,10 @@ unsigned upload_check(struct MHD_Connection *conn, bool verified, char *msg, siz
 	if (!verified)
 		return conflict_ok ? 0 : (snprintf(msg, msize, "conflict must be reject or overwrite"), 400);
 	const char *size = head(conn, "x-workspace-size"), *sha = head(conn, "x-workspace-sha256");
-	const char *exec = head(conn, "x-workspace-executable");
 	unsigned long long n = digits(size) ? strtoull(size, NULL, 10) : SAFE_INTEGER_MAX + 1;
-	long x = exec ? (digits(exec) ? strtol(exec, NULL, 10) : -1) : 0;
+	long x = upload_exec_bits(head(conn, "x-workspace-executable"));
 	bool sha_ok = sha && strlen(sha) == 64 && strspn(sha, "0123456789abcdef") == 64;
-	if (n > SAFE_INTEGER_MAX || !sha_ok || x < 0 || (x & ~0111L) || !conflict_ok)
+	if (n > SAFE_INTEGER_MAX || !sha_ok || x < 0 || !conflict_ok)
 		return snprintf(msg, msize, "Invalid verified upload metadata"), 400;
 	return 0;
 }

@@ -192,8 +192,19 @@ uploads_left() { ls -A "$WORK/data/runner-uploads" | wc -l; }
     id=$(jq_out .id)
     [[ "$id" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]]
     assert_equal "$(jq -c '[.workspace, [.files[] | [.path, .size, .executable]]]' <<<"$output")" \
-        "[\"s\",[[\"keep/a.txt\",5,false],[\"tool.sh\",$(stat -c %s "$FIXTURES/fake-npu-smi"),true]]]"
-    assert_equal "$(jq -r '.files[0].sha256' <<<"$output")" "$(printf alpha | sha256sum | cut -d' ' -f1)"
+        "[\"s\",[[\"keep/a.txt\",5,0],[\"tool.sh\",$(stat -c %s "$FIXTURES/fake-npu-smi"),73]]]"
+    snapshot=$output
+    # The client's transfer manager sends .executable back as it came: accepted.
+    vput "workspace=s2&path=tool.sh" "$FIXTURES/fake-npu-smi" "" "" "$(jq -r '.files[1].executable' <<<"$snapshot")"
+    assert_equal "$status_code" 201
+    assert_equal "$(stat -c %a "$RW/s2/tool.sh")" 755
+    vput "workspace=s2&path=a.txt" "$RW/s/keep/a.txt" "" "" 0
+    assert_equal "$status_code" 201
+    vput "workspace=s2&path=b.txt" "$RW/s/keep/a.txt" "" "" true
+    assert_equal "$status_code $(stat -c %a "$RW/s2/b.txt")" "201 755"
+    vput "workspace=s2&path=c.txt" "$RW/s/keep/a.txt" "" "" 511
+    assert_equal "$status_code" 400
+    assert_equal "$(jq -r '.files[0].sha256' <<<"$snapshot")" "$(printf alpha | sha256sum | cut -d' ' -f1)"
     put "workspace=s&path=keep/a.txt&conflict=overwrite" changed
     api DELETE "/remote-workspace?workspace=s"
     assert_equal "$status_code $output" '200 {"deleted":true}'

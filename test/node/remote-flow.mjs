@@ -87,6 +87,21 @@ check(list.status === 200 && JSON.stringify(list.json.map((f) => f.path)) === JS
   `the listing is sorted by path (${JSON.stringify(list.json?.map((f) => f.path))})`);
 const snap = await call("POST", "/remote-workspace/snapshots", { json: { workspace: key, paths: ["out.txt", "data"] } });
 check(snap.status === 201 && snap.json.files.length === 2, `snapshot of the selected paths (${snap.status})`);
+// The API's transfer manager: a snapshot's files uploaded elsewhere with the
+// metadata exactly as the snapshot gave it (executable is mode & 0o111).
+const source = await call("POST", "/remote-workspace/snapshots", { json: { workspace: key, paths: ["run.sh", "data"] } });
+check(source.status === 201 && JSON.stringify(source.json.files.map((f) => [f.path, f.executable])) === '[["data/input.bin",0],["run.sh",73]]',
+  `a snapshot gives executable as mode bits (${JSON.stringify(source.json?.files)})`);
+for (const f of source.json.files) {
+  const body = await call("GET", `/remote-workspace/snapshots/${source.json.id}/file` + q({ workspace: key, path: f.path }));
+  const put = await call("PUT", "/remote-workspace/transfer-file" + q({ workspace: `${key}-copy`, path: f.path, conflict: "reject" }), {
+    raw: body.bytes, headers: { "x-workspace-size": String(f.size), "x-workspace-sha256": f.sha256, "x-workspace-executable": String(f.executable) },
+  });
+  check(put.status === 201 && put.json.sha256 === f.sha256, `transfer of ${f.path} with the snapshot's metadata (${put.status})`);
+}
+const copied = await call("POST", "/remote-workspace/snapshots", { json: { workspace: `${key}-copy` } });
+check(JSON.stringify(copied.json.files.map((f) => [f.path, f.executable])) === '[["data/input.bin",0],["run.sh",73]]',
+  "the copy keeps the executable bits");
 const del = await call("DELETE", "/remote-workspace" + q({ workspace: key }));
 check(del.status === 200 && del.json.deleted === true, "the live workspace is deleted");
 const back = await call("GET", `/remote-workspace/snapshots/${snap.json.id}/file` + q({ workspace: key, path: "data/input.bin" }));
