@@ -65,7 +65,11 @@ struct server {
 	struct config cfg;
 	struct programs prog;
 	char version[32];            /* runnerVersion */
-	char execution_user[64];
+	char execution_user[64];    /* the workload's user name (its uid when it has none) */
+	uid_t execution_uid;	    /* what sbx-run runs the workload as */
+	gid_t execution_gid;
+	uid_t workspace_uid_first;  /* each workspace its own uid from here (count 0: off) */
+	uint32_t workspace_uid_count;
 	bool network_available;
 	char network_reason[256];
 	pthread_mutex_t lock;        /* active, seen ids, managed bookkeeping */
@@ -180,6 +184,8 @@ unsigned connections_needed_fds(void);
 enum MHD_Result route(struct req *r);
 enum MHD_Result handle_health(struct req *r);
 void info_limits_init(void);
+/* Who the workloads run as (the execution_* fields), once at startup. */
+void info_execution_identity(struct server *s);
 enum MHD_Result handle_status(struct req *r);
 enum MHD_Result handle_resources(struct req *r);
 enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);

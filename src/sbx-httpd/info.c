@@ -6,13 +6,42 @@
 #include "../lib/cgroup_limits.h"
 #include "../lib/diag.h"
 #include "../lib/launch_spec.h"
+#include "../lib/run_as.h"
+#include "../lib/workspace_uid.h"
 
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Who the workloads run as, for /health: the uid sbx-run switches to when
+ * root (and whether each workspace gets its own), else this process's user. */
+void info_execution_identity(struct server *s)
+{
+	struct sbx_run_as as;
+	struct sbx_error e = { 0 };
+	s->execution_uid = geteuid();
+	s->execution_gid = getegid();
+	if (sbx_run_as_resolve(NULL, &as, &e) == 0 && as.switch_user) {
+		s->execution_uid = as.uid;
+		s->execution_gid = as.gid;
+		struct sbx_uid_range range;
+		if (sbx_uid_range_from_env(&range, as.uid, &e) == 0 && range.count) {
+			s->workspace_uid_first = range.first;
+			s->workspace_uid_count = range.count;
+		}
+	}
+	struct passwd *pw = getpwuid(s->execution_uid);
+	if (pw)
+		snprintf(s->execution_user, sizeof(s->execution_user), "%s", pw->pw_name);
+	else if (s->execution_uid == geteuid() && getenv("USER"))
+		snprintf(s->execution_user, sizeof(s->execution_user), "%.63s", getenv("USER"));
+	else
+		snprintf(s->execution_user, sizeof(s->execution_user), "%u", (unsigned)s->execution_uid);
+}
 
 /* Every execution's default bounds and what holds them on this host,
  * worked out once at startup (sbx-run applies the same defaults). */
@@ -56,6 +85,14 @@ enum MHD_Result handle_health(struct req *r)
 		"sandbox", "bubblewrap", "sandboxNetwork", network, "scientificEnvs", envs, "seccompBaseline",
 		"multiarch-v1-profile-aware", "status", "ok", "workerConcurrency");
 	json_object_set(body, "limits", default_limits);
+	/* Extensions: the numeric identity, and the per-workspace uid range. */
+	json_object_set_new(body, "executionUid", json_integer(s->execution_uid));
+	json_object_set_new(body, "executionGid", json_integer(s->execution_gid));
+	json_object_set_new(body, "workspaceUids",
+			    s->workspace_uid_count ? json_pack("{s:I,s:I}", "first", (json_int_t)s->workspace_uid_first,
+							       "last", (json_int_t)s->workspace_uid_first +
+									       (json_int_t)s->workspace_uid_count - 1)
+						   : json_null());
 	return reply_json(r, 200, body);
 }
 

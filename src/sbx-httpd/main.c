@@ -291,9 +291,7 @@ int main(int argc, char **argv)
 	}
 	config_load(&s->cfg);
 	snprintf(s->version, sizeof(s->version), "%s", SBX_BUILD_ID);
-	struct passwd *pw = getpwuid(geteuid());
-	snprintf(s->execution_user, sizeof(s->execution_user), "%s",
-		 pw ? pw->pw_name : getenv("USER") ? getenv("USER") : "unknown");
+	info_execution_identity(s);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->active_changed, NULL);
 	pthread_mutex_init(&s->db_lock, NULL);

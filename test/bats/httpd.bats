@@ -26,7 +26,7 @@ teardown() { httpd_teardown; }
     assert_line --partial "cache-control: no-store"
     assert_line --partial "x-content-type-options: nosniff"
     body=$(curl -sS "$BASE/health")
-    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionTimeoutMs","executionUser","limits","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","workerConcurrency"]' ]
+    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionGid","executionTimeoutMs","executionUid","executionUser","limits","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","workerConcurrency","workspaceUids"]' ]
     [ "$(jq -c .sandboxNetwork <<< "$body")" = '{"available":true,"modes":["none","domain-allowlist"]}' ]
     # Every execution's default bounds, and what holds them on this host.
     [ "$(jq -c '.limits | [.memoryBytes, .processes, .openFiles, .shmBytes, .devReadOnly, .maxConnections, .maxRequests]' <<< "$body")" = '[8589934592,4096,4096,67108864,true,4096,512]' ]
@@ -38,6 +38,28 @@ teardown() { httpd_teardown; }
     [[ "$(jq -r .runnerVersion <<< "$body")" =~ ^([0-9a-f]{8}(-dirty)?|unknown)$ ]]
     # Compact JSON plus one newline.
     [ "$(curl -sS "$BASE/health" | tail -c 1 | od -An -c | tr -d ' ')" = '\n' ]
+}
+
+@test "GET /health names the identity workloads really run as: its uid, gid and user, and the per-workspace uid range" {
+    body=$(curl -sS "$BASE/health")
+    signed /execute-shell "$(shell_request who 'echo "$(id -u) $(id -g)"')"
+    assert_equal "$status_code" 200
+    read -r uid gid <<< "$(jq -r .stdout <<< "$output")"
+    [ "$(jq .executionGid <<< "$body")" = "$gid" ]
+    if [ "$(jq -c .workspaceUids <<< "$body")" = null ]; then
+        [ "$(jq .executionUid <<< "$body")" = "$uid" ]
+    else
+        # Each workspace its own uid, from the range /health states.
+        [ "$uid" -ge "$(jq .workspaceUids.first <<< "$body")" ] && [ "$uid" -le "$(jq .workspaceUids.last <<< "$body")" ]
+    fi
+    expected=$(getent passwd "$(jq .executionUid <<< "$body")" | cut -d: -f1)
+    [ "$(jq -r .executionUser <<< "$body")" = "${expected:-$(jq .executionUid <<< "$body")}" ]
+    if [ "$(id -u)" -eq 0 ]; then
+        [ "$(jq -r .executionUser <<< "$body")" != root ]
+        [ "$(jq .executionUid <<< "$body")" != 0 ]
+    else
+        [ "$(jq .executionUid <<< "$body")" = "$(id -u)" ]
+    fi
 }
 
 @test "auth comes before routing: 401 anywhere without the token, 404 with it" {
