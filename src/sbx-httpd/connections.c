@@ -43,6 +43,8 @@ static unsigned refusal_reserve(void)
 enum phase { READING, ANSWERING, ANSWERED };
 
 struct conn_state {
+	char *path;                  /* the path as sent, still percent-encoded (upstream routes on it) */
+	bool fresh;                  /* on_request has not seen this request yet */
 	char *body;
 	size_t len, cap;
 	bool too_large;
@@ -175,17 +177,38 @@ static enum MHD_Result dispatch(struct conn_state *st, struct MHD_Connection *co
 	return MHD_YES;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+/* Every request's state, made from its raw URI before MHD decodes it:
+ * routes match the encoded path and decode their parameters themselves. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls;
+	(void)conn;
+	struct conn_state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	size_t n = uri ? strcspn(uri, "?#") : 0;
+	if (!(st->path = strndup(uri ? uri : "", n))) {
+		free(st);
+		return NULL;
+	}
+	st->fresh = true;
+	return st;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *decoded_url,
+				  const char *method, const char *version, const char *upload, size_t *upload_size,
+				  void **con_cls)
 {
 	(void)cls;
 	(void)version;
+	(void)decoded_url;
 	struct conn_state *st = *con_cls;
+	if (!st)
+		return MHD_NO; /* no memory for its state */
+	const char *url = st->path;
 	bool health = strcmp(method, "GET") == 0 && strcmp(url, "/health") == 0;
-	if (!st) {
-		if (!(st = calloc(1, sizeof(*st))))
-			return MHD_NO;
-		*con_cls = st;
+	if (st->fresh) {
+		st->fresh = false;
 		head_watch_mark(conn, false); /* the head is whole */
 		if (connections_open() > g_server.cfg.max_connections) {
 			st->discard = st->refused = true; /* nothing of the body is kept */
@@ -241,6 +264,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (st->slot.resp)
 			MHD_destroy_response(st->slot.resp);
 		free(st->body);
+		free(st->path);
 		upload_free(st->upload);
 		free(st);
 		*con_cls = NULL;
@@ -254,7 +278,7 @@ struct MHD_Daemon *server_start(int listen_fd)
 				(unsigned int)IO_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 				(unsigned int)g_server.cfg.max_connections + refusal_reserve(),
 				MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-				on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_IDLE_S,
+				on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_IDLE_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
 }
 

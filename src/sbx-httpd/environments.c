@@ -5,7 +5,9 @@
 #include "request.h"
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
+#include "../lib/remote_path.h"
 #include "../lib/spawn.h"
+#include "../lib/strvec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +24,23 @@
  * with its error message. */
 static int run_env_fd(const char *const *args, int dir_fd, char **out, size_t *len, char *msg, size_t size)
 {
-	const char *argv[48] = { g_server.prog.env };
-	int n = 1;
-	for (int i = 0; args[i] && n < 47; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true, .extra_fds = &dir_fd,
-			       .n_extra = dir_fd >= 0 ? 1 : 0 };
+	struct sbx_strvec argv;
+	sbx_strvec_init(&argv);
+	sbx_strvec_push(&argv, g_server.prog.env);
+	for (int i = 0; args[i]; i++)
+		sbx_strvec_push(&argv, args[i]);
+	if (argv.failed) {
+		sbx_strvec_free(&argv);
+		snprintf(msg, size, "out of memory");
+		return -1;
+	}
+	struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
+			       .extra_fds = &dir_fd, .n_extra = dir_fd >= 0 ? 1 : 0 };
 	struct sbx_capture c;
 	struct sbx_error e;
-	if (sbx_spawn_capture(&s, 0, ENV_OUTPUT_CAP, &c, &e) != 0) {
+	int rc = sbx_spawn_capture(&s, 0, ENV_OUTPUT_CAP, &c, &e);
+	sbx_strvec_free(&argv);
+	if (rc != 0) {
 		snprintf(msg, size, "%s", e.message);
 		return -1;
 	}
@@ -135,6 +144,98 @@ int environments_resolve(const char *selector, const char *id, const char *langu
 	return *prefix ? 0 : -1;
 }
 
+#define ENV_MAX_PACKAGES 32
+#define ENV_MAX_CHANNELS 16
+
+/* The workspace an install reads local wheels from: runnerWorkspaceKey
+ * (<data>/remote-workspaces/<key>) wins over workspaceRoot; -1 when the
+ * request names neither (*msg empty) or names one that cannot be opened. */
+static int install_workspace(const json_t *doc, char *msg, size_t msize)
+{
+	*msg = '\0';
+	const json_t *key = json_object_get(doc, "runnerWorkspaceKey");
+	if (key && !json_is_null(key)) {
+		char clean[SBX_REMOTE_KEY_MAX + 1];
+		if (!sbx_remote_key(json_string_value(key), clean, sizeof(clean))) {
+			snprintf(msg, msize, "Invalid remote workspace key");
+			return -1;
+		}
+		int fd = sbx_remote_workspace_open(g_server.cfg.data_dir, clean, false);
+		if (fd < 0)
+			snprintf(msg, msize, "%s", errno == ELOOP ? "Remote workspace path must not contain symbolic links"
+								  : "Remote workspace does not exist");
+		return fd;
+	}
+	const char *ws = json_string_value(json_object_get(doc, "workspaceRoot"));
+	if (!ws)
+		return -1;
+	char shown[PATH_MAX];
+	return request_open_workspace(ws, shown, sizeof(shown), msg, msize);
+}
+
+/* A JSON array of at most cap strings (absent: none); else msg names the field. */
+static bool string_list(const json_t *v, const char *field, size_t min, size_t cap, char *msg, size_t msize)
+{
+	if (!v && min == 0)
+		return true;
+	if (!json_is_array(v) || json_array_size(v) < min || json_array_size(v) > cap) {
+		snprintf(msg, msize, "%s must be an array of %zu to %zu strings", field, min, cap);
+		return false;
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item) if (!json_is_string(item) || !*json_string_value(item)) {
+		snprintf(msg, msize, "%s[%zu] must be a non-empty string", field, i);
+		return false;
+	}
+	return true;
+}
+
+/* install / uninstall: every package after "--", never as an option; lists
+ * over their cap are refused, never cut. */
+static enum MHD_Result install_or_uninstall(struct req *r, const json_t *doc, const char *id, const char *action)
+{
+	bool install = !strcmp(action, "install");
+	const json_t *channels = json_object_get(doc, "channels"), *packages = json_object_get(doc, "packages");
+	char msg[1024];
+	if (!json_is_array(packages) || !json_array_size(packages) || json_array_size(packages) > ENV_MAX_PACKAGES)
+		return reply_error(r, 400, "At least one package is required (at most %d at a time)", ENV_MAX_PACKAGES);
+	if (!string_list(packages, "packages", 1, ENV_MAX_PACKAGES, msg, sizeof(msg)))
+		return reply_error(r, 400, "%s", msg);
+	if (install && !string_list(channels, "channels", 0, ENV_MAX_CHANNELS, msg, sizeof(msg)))
+		return reply_error(r, 400, "%s", msg);
+	int ws_fd = -1;
+	if (install && (ws_fd = install_workspace(doc, msg, sizeof(msg))) < 0 && *msg)
+		return reply_error(r, 400, "%s", msg);
+	struct sbx_strvec args;
+	sbx_strvec_init(&args);
+	sbx_strvec_push(&args, action);
+	if (install) {
+		static const char *const options[][2] = { { "manager", "--manager" }, { "indexUrl", "--index-url" },
+							  { "source", "--source" } };
+		for (size_t k = 0; k < sizeof(options) / sizeof(options[0]); k++) {
+			const char *value = json_string_value(json_object_get(doc, options[k][0]));
+			if (value)
+				sbx_strvec_pushl(&args, options[k][1], value, NULL);
+		}
+		/* Opened below the roots here; sbx-env reads the wheel below that fd. */
+		if (ws_fd >= 0)
+			sbx_strvec_pushl(&args, "--workspace", "fd:3", NULL);
+		size_t i;
+		json_t *v;
+		json_array_foreach(channels, i, v) sbx_strvec_pushl(&args, "--channel", json_string_value(v), NULL);
+	}
+	sbx_strvec_pushl(&args, "--", id, NULL);
+	size_t i;
+	json_t *v;
+	json_array_foreach(packages, i, v) sbx_strvec_push(&args, json_string_value(v));
+	enum MHD_Result out = args.failed ? MHD_NO : env_json_fd(r, 201, (const char *const *)args.items, ws_fd);
+	sbx_strvec_free(&args);
+	if (ws_fd >= 0)
+		close(ws_fd);
+	return out;
+}
+
 enum MHD_Result handle_environments(struct req *r, const char *id, const char *action)
 {
 	enum MHD_Result sent;
@@ -195,57 +296,7 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 		args[n] = NULL;
 		out = env_json(r, 201, args);
 	} else {
-		/* install / uninstall: every package after "--", never as an option. */
-		const char *args[48] = { action };
-		int n = 1;
-		const char *manager = json_string_value(json_object_get(doc, "manager"));
-		const char *index_url = json_string_value(json_object_get(doc, "indexUrl"));
-		const char *ws = json_string_value(json_object_get(doc, "workspaceRoot"));
-		int ws_fd = -1;
-		json_t *channels = json_object_get(doc, "channels"), *packages = json_object_get(doc, "packages"), *v;
-		size_t i;
-		if (!strcmp(action, "install")) {
-			if (manager) {
-				args[n++] = "--manager";
-				args[n++] = manager;
-			}
-			if (index_url) {
-				args[n++] = "--index-url";
-				args[n++] = index_url;
-			}
-			const char *source = json_string_value(json_object_get(doc, "source"));
-			if (source) {
-				args[n++] = "--source";
-				args[n++] = source;
-			}
-			if (ws) {
-				/* Opened below the roots here; sbx-env reads the wheel below that fd. */
-				char shown[PATH_MAX], msg[1024];
-				if ((ws_fd = request_open_workspace(ws, shown, sizeof(shown), msg, sizeof(msg))) < 0) {
-					json_decref(doc);
-					return reply_error(r, 400, "%s", msg);
-				}
-				args[n++] = "--workspace";
-				args[n++] = "fd:3";
-			}
-			json_array_foreach(channels, i, v) if (n < 30 && json_is_string(v)) {
-				args[n++] = "--channel";
-				args[n++] = json_string_value(v);
-			}
-		}
-		args[n++] = "--";
-		args[n++] = id;
-		json_array_foreach(packages, i, v) if (n < 46) args[n++] = json_is_string(v) ? json_string_value(v) : "";
-		args[n] = NULL;
-		if (!json_is_array(packages) || json_array_size(packages) > 32) {
-			if (ws_fd >= 0)
-				close(ws_fd);
-			json_decref(doc);
-			return reply_error(r, 400, "At least one package is required (at most 32 at a time)");
-		}
-		out = env_json_fd(r, 201, args, ws_fd);
-		if (ws_fd >= 0)
-			close(ws_fd);
+		out = install_or_uninstall(r, doc, id, action);
 	}
 	json_decref(doc);
 	return out;

@@ -2,7 +2,9 @@
  * routing of runner-api 2 and 4: GET /health first, then the bearer for
  * everything else, then the path. Connections are connections.c's. */
 #include "httpd.h"
+#include "../lib/json.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -116,19 +118,60 @@ bool client_gone(struct req *r)
 	return recv(info->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-/* "/prefix/<id><suffix>" with one non-empty segment as id. */
-static bool match(const char *path, const char *prefix, const char *suffix, char *id, size_t size)
+/* decodeURIComponent: %XX escapes decoded, the result valid UTF-8 without
+ * NUL; -1 ("URI malformed") otherwise. */
+static int decode_component(const char *in, size_t len, char *out, size_t size)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c == '%') {
+			if (i + 2 >= len)
+				return -1;
+			if (!isxdigit((unsigned char)in[i + 1]) || !isxdigit((unsigned char)in[i + 2]))
+				return -1;
+			char hex[3] = { in[i + 1], in[i + 2], '\0' };
+			c = (unsigned char)strtoul(hex, NULL, 16);
+			i += 2;
+		}
+		if (c == '\0' || o + 1 >= size)
+			return -1;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	for (size_t k = 0; k < o;) {
+		int n = sbx_utf8_sequence((const unsigned char *)out + k, o - k);
+		if (n <= 0)
+			return -1;
+		k += (size_t)n;
+	}
+	return 0;
+}
+
+/* "/prefix/<id><suffix>" with one non-empty raw segment as id, matched
+ * before decoding as upstream's router does: 1 (id decoded), 0 (not this
+ * route), -1 (this route, but the segment does not decode). */
+static int match(const char *path, const char *prefix, const char *suffix, char *id, size_t size)
 {
 	size_t p = strlen(prefix), s = strlen(suffix), n = strlen(path);
 	if (n <= p + s || strncmp(path, prefix, p) != 0 || strcmp(path + n - s, suffix) != 0)
-		return false;
+		return 0;
 	size_t len = n - p - s;
-	if (len >= size || memchr(path + p, '/', len))
-		return false;
-	memcpy(id, path + p, len);
-	id[len] = '\0';
-	return true;
+	if (memchr(path + p, '/', len))
+		return 0;
+	return decode_component(path + p, len, id, size) == 0 ? 1 : -1;
 }
+
+/* A route with an id: its handler, 400 "URI malformed" when the id does
+ * not decode, or on to the next route. */
+#define ROUTE_ID(cond, prefix, suffix, call)                                 \
+	do {                                                                  \
+		int matched_ = (cond) ? match(r->path, prefix, suffix, id, sizeof(id)) : 0; \
+		if (matched_ < 0)                                             \
+			return reply_error(r, 400, "URI malformed");          \
+		if (matched_ > 0)                                             \
+			return (call);                                        \
+	} while (0)
 
 static bool is(struct req *r, const char *method, const char *path)
 {
@@ -163,20 +206,16 @@ enum MHD_Result route(struct req *r)
 		return reply_json(r, 200, json_array());
 	if (is(r, "POST", "/kernels/teardown"))
 		return handle_kernels(r, NULL);
-	if (post && match(r->path, "/kernels/", "/teardown", id, sizeof(id)))
-		return handle_kernels(r, id);
+	ROUTE_ID(post, "/kernels/", "/teardown", handle_kernels(r, id));
 	if (is(r, "POST", "/execute"))
 		return handle_execute(r, false);
 	if (is(r, "POST", "/execute-shell"))
 		return handle_execute(r, true);
 	if (is(r, "POST", "/shell-executions"))
 		return handle_managed_start(r);
-	if (get && match(r->path, "/shell-executions/", "/logs", id, sizeof(id)))
-		return handle_managed_logs(r, id);
-	if (post && match(r->path, "/shell-executions/", "/cancel", id, sizeof(id)))
-		return handle_managed_cancel(r, id);
-	if (get && match(r->path, "/shell-executions/", "", id, sizeof(id)))
-		return handle_managed_get(r, id);
+	ROUTE_ID(get, "/shell-executions/", "/logs", handle_managed_logs(r, id));
+	ROUTE_ID(post, "/shell-executions/", "/cancel", handle_managed_cancel(r, id));
+	ROUTE_ID(get, "/shell-executions/", "", handle_managed_get(r, id));
 
 	if (is(r, "GET", "/environments"))
 		return handle_environments(r, NULL, "list");
@@ -188,14 +227,10 @@ enum MHD_Result route(struct req *r)
 		return handle_environments(r, NULL, "setup");
 	if (is(r, "GET", "/environment-revisions"))
 		return handle_environments(r, NULL, "revisions");
-	if (!strcmp(r->method, "DELETE") && match(r->path, "/environments/", "", id, sizeof(id)))
-		return handle_environments(r, id, "delete");
-	if (post && match(r->path, "/environments/", "/install", id, sizeof(id)))
-		return handle_environments(r, id, "install");
-	if (post && match(r->path, "/environments/", "/uninstall", id, sizeof(id)))
-		return handle_environments(r, id, "uninstall");
-	if (get && match(r->path, "/environment-revisions/", "/snapshot", id, sizeof(id)))
-		return handle_environments(r, id, "snapshot");
+	ROUTE_ID(!strcmp(r->method, "DELETE"), "/environments/", "", handle_environments(r, id, "delete"));
+	ROUTE_ID(post, "/environments/", "/install", handle_environments(r, id, "install"));
+	ROUTE_ID(post, "/environments/", "/uninstall", handle_environments(r, id, "uninstall"));
+	ROUTE_ID(get, "/environment-revisions/", "/snapshot", handle_environments(r, id, "snapshot"));
 
 	/* Remote workspaces and skill packages (remote.c, snapshots.c, skills.c). */
 	if (is(r, "GET", "/remote-workspace/files"))
@@ -212,12 +247,10 @@ enum MHD_Result route(struct req *r)
 		return handle_remote(r, "delete", NULL);
 	if (is(r, "POST", "/remote-workspace/snapshots"))
 		return handle_remote(r, "snapshot", NULL);
-	if (get && match(r->path, "/remote-workspace/snapshots/", "/file", id, sizeof(id)) && uuid_like(id))
-		return handle_remote(r, "snapshot-file", id);
+	ROUTE_ID(get, "/remote-workspace/snapshots/", "/file", uuid_like(id) ? handle_remote(r, "snapshot-file", id) : reply_error(r, 404, "Not found"));
 	if (is(r, "POST", "/skill-packages"))
 		return handle_skills(r, NULL);
-	if (get && match(r->path, "/skill-packages/", "", id, sizeof(id)) && sha256_like(id))
-		return handle_skills(r, id);
+	ROUTE_ID(get, "/skill-packages/", "", sha256_like(id) ? handle_skills(r, id) : reply_error(r, 404, "Not found"));
 
 	/* The NPU broker and devices (npu.c). */
 	if (is(r, "GET", "/npu/workloads"))
@@ -228,14 +261,10 @@ enum MHD_Result route(struct req *r)
 		return handle_npu(r, "list", NULL);
 	if (is(r, "POST", "/npu/jobs"))
 		return handle_npu(r, "submit", NULL);
-	if (get && match(r->path, "/npu/jobs/", "/logs", id, sizeof(id)))
-		return handle_npu(r, "logs", id);
-	if (get && match(r->path, "/npu/jobs/", "/result", id, sizeof(id)))
-		return handle_npu(r, "result", id);
-	if (post && match(r->path, "/npu/jobs/", "/cancel", id, sizeof(id)))
-		return handle_npu(r, "cancel", id);
-	if (get && match(r->path, "/npu/jobs/", "", id, sizeof(id)))
-		return handle_npu(r, "get", id);
+	ROUTE_ID(get, "/npu/jobs/", "/logs", handle_npu(r, "logs", id));
+	ROUTE_ID(get, "/npu/jobs/", "/result", handle_npu(r, "result", id));
+	ROUTE_ID(post, "/npu/jobs/", "/cancel", handle_npu(r, "cancel", id));
+	ROUTE_ID(get, "/npu/jobs/", "", handle_npu(r, "get", id));
 	return reply_error(r, 404, "Not found");
 }
 

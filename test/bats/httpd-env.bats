@@ -57,6 +57,41 @@ wait_ready() {
     [ "$status_code" = 404 ]
 }
 
+@test "install: runnerWorkspaceKey names the wheel's workspace and wins over workspaceRoot; lists over their caps are 400s naming the field, never cut" {
+    wait_ready
+    api POST /environments --data-binary '{"name":"Wheels","language":"python"}'
+    id=$(jq -r .id <<< "$output")
+    api POST "/environments/$id/install" --data-binary '{"packages":["pip"]}'
+    assert_equal "$status_code" 201
+    python3 - "$WORK/hello.whl" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("hello_wheel/__init__.py", "GREETING = 'hello'\n")
+    z.writestr("hello_wheel-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-wheel\nVersion: 1.0\n")
+PY
+    api PUT "/remote-workspace/file?workspace=wheels/k1&path=dist/hello_wheel-1.0-py3-none-any.whl" --data-binary @"$WORK/hello.whl"
+    assert_equal "$status_code" 201
+    api POST "/environments/$id/install" --data-binary "{\"manager\":\"pip\",\"runnerWorkspaceKey\":\"wheels/k1\",\"workspaceRoot\":\"$PROJECT\",\"packages\":[\"dist/hello_wheel-1.0-py3-none-any.whl\"]}"
+    assert_equal "$status_code" 201
+    assert_equal "$(jq -r '.localWheels[0].distribution' <<< "$output")" hello-wheel
+    api POST "/environments/$id/install" --data-binary '{"manager":"pip","runnerWorkspaceKey":"no/such","packages":["dist/x.whl"]}'
+    assert_equal "$status_code $output" '400 {"error":"Remote workspace does not exist"}'
+    # 33 packages, 17 channels, a package that is not a string: refused whole.
+    many=$(jq -cn '[range(33) | "pkg\(.)"]')
+    api POST "/environments/$id/install" --data-binary "{\"packages\":$many}"
+    assert_equal "$status_code $output" '400 {"error":"At least one package is required (at most 32 at a time)"}'
+    channels=$(jq -cn '[range(17) | "conda-forge"]')
+    api POST "/environments/$id/install" --data-binary "{\"packages\":[\"requests\"],\"channels\":$channels}"
+    assert_equal "$status_code" 400
+    assert_equal "$(jq -r .error <<< "$output")" "channels must be an array of 0 to 16 strings"
+    api POST "/environments/$id/install" --data-binary '{"packages":["requests",7]}'
+    assert_equal "$status_code $output" '400 {"error":"packages[1] must be a non-empty string"}'
+    # At the caps, every package reaches sbx-env: the 32nd is validated too.
+    specs=$(jq -cn '[range(31) | "requests"] + ["--channel=evil"]')
+    api POST "/environments/$id/install" --data-binary "{\"packages\":$specs}"
+    assert_equal "$status_code $output" '400 {"error":"Invalid package specification: --channel=evil"}'
+}
+
 @test "an execution holds its environment: an install waits until the run has ended" {
     wait_ready
     api POST /environments --data-binary '{"name":"Held","language":"python"}'

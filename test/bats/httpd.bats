@@ -233,6 +233,25 @@ teardown() { httpd_teardown; }
     [ "$output" = '{"count":0,"kernelId":"k1","reason":"bye"}' ]
 }
 
+@test "path parameters are matched encoded, then percent-decoded; a malformed escape is 400 URI malformed" {
+    api POST '/kernels/acc%20kernel%2Fx/teardown' --data-binary '{"reason":"bye"}'
+    assert_equal "$status_code $output" '200 {"count":0,"kernelId":"acc kernel/x","reason":"bye"}'
+    api POST '/kernels/%C3%A9t%C3%A9/teardown' --data-binary '{}'
+    assert_equal "$(jq -r .kernelId <<< "$output")" "été"
+    for bad in '%zz' '%4' 'a%' '%FF' '%C3' '%00'; do
+        api POST "/kernels/$bad/teardown" --data-binary '{}'
+        assert_equal "$status_code $output" '400 {"error":"URI malformed"}'
+    done
+    # A decoded id is an id, never a path: looked up, not found.
+    api GET '/shell-executions/..%2F..%2Fetc?sessionId=s1&agentId=main'
+    assert_equal "$status_code $output" '400 {"error":"Execution not found for this Agent"}'
+    # Literal segments are matched as sent: an escaped one is no route.
+    api GET '/st%61tus'
+    assert_equal "$status_code" 404
+    api GET '/status?x=%zz'
+    assert_equal "$status_code" 200
+}
+
 @test "features of later stages answer as the upstream does without them" {
     api GET /environments
     [ "$status_code" = 400 ] && [ "$output" = '{"error":"Scientific environments are disabled by configuration"}' ]
