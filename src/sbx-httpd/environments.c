@@ -239,12 +239,13 @@ static enum MHD_Result install_or_uninstall(struct req *r, const json_t *doc, co
 enum MHD_Result handle_environments(struct req *r, const char *id, const char *action)
 {
 	enum MHD_Result sent;
-	if (!g_server.cfg.scientific_envs)
-		return reply_error(r, 400, "Scientific environments are disabled by configuration");
+	/* The setup view answers when disabled too: state and phase "disabled". */
 	if (!strcmp(action, "setup-view")) {
 		const char *args[] = { "status", NULL };
 		return env_json(r, 200, args);
 	}
+	if (!g_server.cfg.scientific_envs)
+		return reply_error(r, 400, "Scientific environments are disabled by configuration");
 	if (!strcmp(action, "list")) {
 		const char *args[] = { "list", NULL };
 		return env_json(r, 200, args);

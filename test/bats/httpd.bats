@@ -255,6 +255,13 @@ teardown() { httpd_teardown; }
 @test "features of later stages answer as the upstream does without them" {
     api GET /environments
     [ "$status_code" = 400 ] && [ "$output" = '{"error":"Scientific environments are disabled by configuration"}' ]
+    # The setup view answers 200 while disabled, with upstream's fields.
+    api GET /environment-setup
+    assert_equal "$status_code" 200
+    assert_equal "$(jq -c '[.state, .phase, .error, .managedProvisioner, .networkPolicy, (.updatedAt | type), .starterPackages.python[0], .starterPackages.r[0], (.allowedChannels | type)]' <<< "$output")" \
+        '["disabled","disabled",null,true,"allowed-channels","string","python=3.12","r-base=4.4","array"]'
+    api POST /environment-setup --data-binary '{"confirmed":true}'
+    assert_equal "$status_code $output" '400 {"error":"Scientific environments are disabled by configuration"}'
     api GET /npu/workloads
     [ "$output" = '[]' ]
     api GET /npu/jobs
