@@ -210,3 +210,19 @@ json_t *sbx_json_reading(const char *text)
 		return json_integer((json_int_t)v);
 	return json_real(v);
 }
+
+json_t *sbx_json_del_each(json_t *v, const char *key)
+{
+	if (json_is_object(v)) {
+		json_object_del(v, key);
+		const char *k;
+		json_t *member;
+		json_object_foreach(v, k, member)
+			sbx_json_del_each(member, key);
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item)
+		sbx_json_del_each(item, key);
+	return v;
+}

@@ -55,6 +55,9 @@ json_t *sbx_json_stringn_lossy(const char *s, size_t len);
 /* The UTF-8 sequence at p (avail bytes there): its length when valid, 0
  * when invalid, -1 when p holds only the start of a valid one. */
 int sbx_utf8_sequence(const unsigned char *p, size_t avail);
+/* Deletes key from every object in v, at any depth (host internals kept
+ * out of API answers). Returns v. */
+json_t *sbx_json_del_each(json_t *v, const char *key);
 /* A tool's reading: an integer or a real for a number (white space around
  * it allowed), null for "-", "NA", "[N/A]" and anything else. */
 json_t *sbx_json_reading(const char *text);

@@ -73,7 +73,8 @@ static enum MHD_Result env_json_fd(struct req *r, unsigned status, const char *c
 		return reply_error(r, 400, "%s", msg);
 	json_t *v = json_loadb(out, len, 0, NULL);
 	free(out);
-	return v ? reply_json(r, status, v) : reply_error(r, 400, "sbx-env answered no JSON");
+	/* A revision's command (host paths, argv) stays in sbx-env's records. */
+	return v ? reply_json(r, status, sbx_json_del_each(v, "command")) : reply_error(r, 400, "sbx-env answered no JSON");
 }
 
 static enum MHD_Result env_json(struct req *r, unsigned status, const char *const *args)

@@ -164,7 +164,8 @@ json_t *npu_active_jobs(void)
 {
 	struct child_answer a;
 	const char *args[] = { "--active", "list", NULL };
-	return broker(args, NULL, 0, &a) == 0 && json_is_array(a.out) ? a.out : (json_decref(a.out), json_array());
+	return broker(args, NULL, 0, &a) == 0 && json_is_array(a.out) ? sbx_json_del_each(a.out, "audit")
+								     : (json_decref(a.out), json_array());
 }
 
 static const char *session_query(struct req *r)
@@ -175,8 +176,9 @@ static const char *session_query(struct req *r)
 
 static enum MHD_Result answer(struct req *r, unsigned ok, struct child_answer *a)
 {
+	/* A job's audit (argv, environment, PATH) stays in the broker's records and logs. */
 	if (a->out)
-		return reply_json(r, ok, a->out);
+		return reply_json(r, ok, sbx_json_del_each(a->out, "audit"));
 	unsigned status = !strcmp(a->code, "not-found") ? 404 : !strcmp(a->code, "not-terminal") ? 409 : 400;
 	return reply_error(r, status, "%s", a->message);
 }

@@ -35,6 +35,7 @@ wait_ready() {
     id=$(jq -r .id <<< "$output")
     api POST "/environments/$id/install" --data-binary '{"packages":["requests"],"manager":"conda"}'
     [ "$status_code" = 201 ] && [[ "$(jq -r '.packages | join(" ")' <<< "$output")" == *requests=2.32.3* ]]
+    [ "$(jq -c 'has("command")' <<< "$output")" = false ]
     rev=$(jq -r .id <<< "$output")
     api POST "/environments/$id/install" --data-binary '{"packages":["--channel=evil"]}'
     [ "$status_code" = 400 ] && [ "$output" = '{"error":"Invalid package specification: --channel=evil"}' ]
@@ -42,6 +43,9 @@ wait_ready() {
     [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "Starter environments are read-only; create a task environment first" ]
     api GET /environment-revisions
     [ "$status_code" = 200 ] && [ "$(jq length <<< "$output")" = 3 ]
+    # A revision's command (host paths, argv) stays in sbx-env's records.
+    [ "$(jq -c 'map(has("command")) | unique' <<< "$output")" = '[false]' ]
+    [ -n "$(sbx-env revisions | jq -c 'map(select(has("command")))[]')" ]
     hash=$(jq -r ".[] | select(.id == \"$rev\") | .snapshot.hash" <<< "$output")
     run curl -sS -H "authorization: Bearer $TOKEN" "$BASE/environment-revisions/$rev/snapshot"
     [ "$(printf '%s\n' "$output" | sha256sum | cut -d' ' -f1)" = "$hash" ]

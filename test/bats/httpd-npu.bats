@@ -59,7 +59,12 @@ await_state() {
     assert_equal "$status_code $(jq_out '.stderr, .truncated' | tr '\n' ' ')" "200 to stderr  false "
     api GET "/npu/jobs/j1/result?session_id=s1"
     assert_equal "$status_code $(jq -c '.job.createdFiles' <<<"$output")" '200 ["made.txt"]'
+    # The audit (argv, environment, PATH) is the broker's, never an API answer's.
+    refute_output --partial '"audit"'
+    api GET "/npu/jobs/j1?session_id=s1"
+    assert_equal "$status_code $(jq -c 'has("audit")' <<<"$output")" '200 false'
     api GET "/npu/jobs?session_id=s1"
+    refute_output --partial '"audit"'
     assert_equal "$(jq -c '[.[] | [.id, .workspaceRoot, .logs.stdout]]' <<<"$output")" '[["j1","",""]]'
     signed /npu/jobs "$(job_request test.smoke j1)"
     assert_equal "$status_code $(jq_out .error)" "400 NPU job already exists: j1"
