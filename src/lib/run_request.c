@@ -69,7 +69,8 @@ const char *sbx_run_language_title(const char *language)
 static bool id_ok(const char *id)
 {
 	size_t n = strlen(id);
-	if (n == 0 || n > 160 || !strcmp(id, ".") || !strcmp(id, ".."))
+	/* No leading '.': the state directory's own entries (.standby-<pid>) start so. */
+	if (n == 0 || n > 160 || id[0] == '.')
 		return false;
 	for (const char *p = id; *p; p++)
 		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
@@ -280,7 +281,7 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 	if (blank(id))
 		return bad(e, "executionId", "Execution ID is required");
 	if (!id_ok(id))
-		return bad(e, "executionId", "must match ^[A-Za-z0-9_:.-]{1,160}$");
+		return bad(e, "executionId", "must match ^[A-Za-z0-9_:-][A-Za-z0-9_:.-]{0,159}$ (no leading dot)");
 	snprintf(r->execution_id, sizeof(r->execution_id), "%s", id);
 	const char *lang = sbx_json_string_or(doc, "language", "");
 	if (strcmp(lang, "shell") && strcmp(lang, "python") && strcmp(lang, "r"))

@@ -323,6 +323,7 @@ int main(int argc, char **argv)
 	raise_fd_limit(&s->cfg);
 	info_limits_init();
 	head_watch_start();
+	runner_sweep(); /* before any run of ours starts: only what others left */
 	struct MHD_Daemon *d = server_start(fd);
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");

@@ -2,6 +2,7 @@
  * on stdout, diagnostics on stderr; it dies with us (PR_SET_PDEATHSIG), so
  * no sandbox outlives the server. */
 #include "runner.h"
+#include "../lib/supervisor_record.h"
 #include "standby.h"
 #include "../lib/clock.h"
 #include "../lib/json.h"
@@ -40,8 +41,10 @@ static int runs_dir(void)
 	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* With a retention: run directories (h + 24 hex) older than it go. */
-static void sweep_runs(void)
+/* Run directories (h + 24 hex) older than the retention go, unless their
+ * sbx-run still lives: at startup in every mode (what a crash or a kill
+ * left), and before each start when runs are retained. */
+void runner_sweep(void)
 {
 	int dir = runs_dir();
 	DIR *d = dir >= 0 ? fdopendir(dir) : NULL;
@@ -58,10 +61,9 @@ static void sweep_runs(void)
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
 		    now - st.st_mtim.tv_sec < g_server.cfg.run_retention_s)
 			continue;
-		/* A run still going holds supervisor.json; it is not swept. */
-		char sup[64];
-		snprintf(sup, sizeof(sup), "%s/supervisor.json", de->d_name);
-		if (faccessat(dirfd(d), sup, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		/* A run still going holds supervisor.json naming a live sbx-run. */
+		pid_t owner;
+		if (sbx_supervisor_alive(dirfd(d), de->d_name, &owner))
 			continue;
 		if (sbx_remove_tree_at(dirfd(d), de->d_name) == 0)
 			removed++;
@@ -261,7 +263,7 @@ static int start_run(json_t *request, const int *fds, size_t n_fds, struct child
 	unsigned char rnd[12];
 
 	if (g_server.cfg.run_retention_s)
-		sweep_runs();
+		runner_sweep();
 	memset(c, 0, sizeof(*c));
 	c->pid = -1;
 	c->finished_status = -1;

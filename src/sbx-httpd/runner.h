@@ -55,6 +55,8 @@ void runner_forget(struct child *c);
  * stops its sandbox, removes its cgroups, reports "cancelled"), and this
  * waits up to wait_ms for all of them to be reaped. */
 void runner_drain(int wait_ms);
+/* Removes run directories past the retention whose sbx-run is gone. */
+void runner_sweep(void);
 /* The same by its internal id and sbx-run's pid, for an answer already on
  * its way; one not yet reaped is reaped first (it said its status in the
  * finished event and only cleans up; SIGKILL after RUNNER_REAP_MS). */

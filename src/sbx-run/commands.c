@@ -8,10 +8,12 @@
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
+#include "../lib/supervisor_record.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,17 +22,11 @@
 int run_cancel_command(const char *dir)
 {
 	struct sbx_error e;
-	char path[PATH_MAX + 32];
-	snprintf(path, sizeof(path), "%s/supervisor.json", dir);
-	json_t *sup = sbx_json_load(path, 4096, &e);
-	if (!sup)
-		sbx_die(&e);
-	pid_t pid = (pid_t)json_integer_value(json_object_get(sup, "pid"));
-	const char *start = sbx_json_string_or(sup, "startTime", "");
-	char now[32];
-	sbx_process_start_time(pid, now, sizeof(now));
-	int ok = now[0] && !strcmp(now, start) && kill(pid, SIGTERM) == 0;
-	json_decref(sup);
+	pid_t pid = 0;
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool ok = dfd >= 0 && sbx_supervisor_alive(dfd, ".", &pid) && kill(pid, SIGTERM) == 0;
+	if (dfd >= 0)
+		close(dfd);
 	if (!ok) {
 		sbx_error_set(&e, SBX_EXIT_USAGE, "not-running", "%s: no running execution to cancel", dir);
 		sbx_die(&e);

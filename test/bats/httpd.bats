@@ -62,6 +62,27 @@ teardown() { httpd_teardown; }
     fi
 }
 
+@test "at startup, run directories whose sbx-run is gone are removed; one whose sbx-run lives is kept" {
+    httpd_stop
+    runs="$WORK/data/runner-executions/runs"
+    dead="$runs/h$(printf 'd%.0s' $(seq 24))" live="$runs/h$(printf 'a%.0s' $(seq 24))"
+    norecord="$runs/h$(printf 'b%.0s' $(seq 24))" reused="$runs/h$(printf 'c%.0s' $(seq 24))"
+    mkdir -p "$dead/scratch/outputs" "$live" "$norecord" "$reused"
+    head -c 100000 /dev/zero > "$dead/scratch/outputs/big"
+    sleep 913 & holder=$!
+    start=$(awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[20] }' "/proc/$holder/stat")
+    printf '{"pid":%d,"startTime":"%s"}\n' "$holder" "$start" > "$live/supervisor.json"
+    # A pid that exists now but is not the process that wrote the record.
+    printf '{"pid":%d,"startTime":"1"}\n' "$holder" > "$reused/supervisor.json"
+    # A pid that is gone.
+    sh -c 'exit 0' & gone=$!; wait "$gone"
+    printf '{"pid":%d,"startTime":"%s"}\n' "$gone" "$start" > "$dead/supervisor.json"
+    httpd_start
+    kill "$holder"; wait "$holder" 2>/dev/null || true
+    [ ! -e "$dead" ] && [ ! -e "$norecord" ] && [ ! -e "$reused" ]
+    [ -d "$live" ]
+}
+
 @test "auth comes before routing: 401 anywhere without the token, 404 with it" {
     for path in /status /nope /health/x; do
         run curl -sS -o /dev/null -w '%{http_code}' "$BASE$path"

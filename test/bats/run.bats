@@ -89,6 +89,8 @@ r() { jq -r "$1" <<<"$result"; }
 
 @test "bad requests exit 2 naming the field, and create nothing" {
     for req in '{}' '{"executionId":"a b","language":"shell","code":"x","workspace":"/tmp"}' \
+        '{"executionId":".standby-1","language":"shell","code":"x","workspace":"/tmp"}' \
+        '{"executionId":"..","language":"shell","code":"x","workspace":"/tmp"}' \
         '{"executionId":"x","language":"cobol","code":"x","workspace":"/tmp"}' \
         '{"executionId":"x","language":"shell","code":"  ","workspace":"/tmp"}' \
         '{"executionId":"x","language":"shell","code":"x","workspace":"rel"}' \
@@ -99,6 +101,7 @@ r() { jq -r "$1" <<<"$result"; }
         run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$req"
         assert_failure 2
         jq -e '.level == "error"' <<<"$stderr" >/dev/null
+        if [[ "$req" == *'"executionId":"."'* ]]; then [[ "$stderr" == *"no leading dot"* ]]; fi
     done
     [ ! -e "$STATE" ]
     sbx_run dup shell 'true'
