@@ -2,6 +2,7 @@
  * percent-decoded into a Basic Proxy-Authorization), connecting to it, and
  * the CONNECT handshake. The policy has decided before any of this runs. */
 #include "egress.h"
+#include "../lib/text.h"
 #include "../lib/http_head.h"
 
 #include <errno.h>
@@ -12,27 +13,6 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-
-/* Percent-decodes [p, p+n) into out; -1 on a bad escape or a NUL. */
-static int percent_decode(const char *p, size_t n, char *out, size_t size, size_t *len)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = p[i];
-		if (c == '%') {
-			if (i + 2 >= n || sbx_hex_digit(p[i + 1]) < 0 || sbx_hex_digit(p[i + 2]) < 0)
-				return -1;
-			c = (char)(sbx_hex_digit(p[i + 1]) * 16 + sbx_hex_digit(p[i + 2]));
-			i += 2;
-		}
-		if (c == '\0' || k + 1 >= size)
-			return -1;
-		out[k++] = c;
-	}
-	out[k] = '\0';
-	*len = k;
-	return 0;
-}
 
 int upstream_parse(const char *url, struct upstream *u, char *why, size_t size)
 {
@@ -66,8 +46,8 @@ int upstream_parse(const char *url, struct upstream *u, char *why, size_t size)
 		char user[256], pass[256];
 		size_t ul, pl = 0;
 		pass[0] = '\0';
-		if (percent_decode(rest, user_len, user, sizeof(user), &ul) != 0 ||
-		    (colon && percent_decode(colon + 1, (size_t)(at - colon - 1), pass, sizeof(pass), &pl) != 0) ||
+		if (sbx_percent_decode(rest, user_len, user, sizeof(user), &ul) != 0 ||
+		    (colon && sbx_percent_decode(colon + 1, (size_t)(at - colon - 1), pass, sizeof(pass), &pl) != 0) ||
 		    memchr(user, ':', ul)) {
 			snprintf(why, size, "--upstream-proxy: the user name or password is badly percent-encoded");
 			return -1;

@@ -3,8 +3,8 @@
  * everything else, then the path. Connections are connections.c's. */
 #include "httpd.h"
 #include "../lib/json.h"
+#include "../lib/text.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -122,23 +122,9 @@ bool client_gone(struct req *r)
  * NUL; -1 ("URI malformed") otherwise. */
 static int decode_component(const char *in, size_t len, char *out, size_t size)
 {
-	size_t o = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if (c == '%') {
-			if (i + 2 >= len)
-				return -1;
-			if (!isxdigit((unsigned char)in[i + 1]) || !isxdigit((unsigned char)in[i + 2]))
-				return -1;
-			char hex[3] = { in[i + 1], in[i + 2], '\0' };
-			c = (unsigned char)strtoul(hex, NULL, 16);
-			i += 2;
-		}
-		if (c == '\0' || o + 1 >= size)
-			return -1;
-		out[o++] = (char)c;
-	}
-	out[o] = '\0';
+	size_t o;
+	if (sbx_percent_decode(in, len, out, size, &o) != 0)
+		return -1;
 	for (size_t k = 0; k < o;) {
 		int n = sbx_utf8_sequence((const unsigned char *)out + k, o - k);
 		if (n <= 0)
