@@ -94,11 +94,12 @@ bin/sbx-launch: LDLIBS := -ljansson -lseccomp
 bin/sbx-run: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -lcap-ng -Wl,-Bdynamic -lpthread -ldl
 endif
 
+# sbx-report and the egress bridge are bound into sandboxes that may hold
+# no libraries at all: both are static.
 bin/sbx-report: $(REPORT_SRC) build/flags
 	@mkdir -p bin
-	$(CC) $(PLAIN_CFLAGS) -Wl,--as-needed -o $@ $(REPORT_SRC) -ljansson
+	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(REPORT_SRC) -ljansson
 
-# The egress bridge is bound into sandboxes that may hold no libraries at all.
 BRIDGE_SRC := src/sbx-egress-bridge/main.c
 bin/sbx-egress-bridge: $(BRIDGE_SRC) build/flags
 	@mkdir -p bin
@@ -141,6 +142,8 @@ install: all
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/sbx/workloads
 	install -m 0644 share/sbx/workloads/* $(DESTDIR)$(PREFIX)/share/sbx/workloads/
+	install -d $(DESTDIR)$(PREFIX)/share/sbx/python
+	install -m 0644 share/sbx/python/sbx_report.py $(DESTDIR)$(PREFIX)/share/sbx/python/
 	for m in $(MANPAGES); do \
 		sec=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$sec/; done
 	@# The unprivileged user root-started launches run workloads as.

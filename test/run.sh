@@ -15,9 +15,11 @@ run_suite() {
     name=$1
     shift
     echo "# --- $name"
+    start=$(date +%s)
     "$@" > "$out/$name.tap" 2>&1
     rc=$?
     cat "$out/$name.tap"
+    echo "# $name took $(( $(date +%s) - start )) s"
     ok=$(grep -c '^ok ' "$out/$name.tap")
     bad=$(grep -c '^not ok ' "$out/$name.tap")
     if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
@@ -27,6 +29,13 @@ run_suite() {
     passed=$((passed + ok))
     failed=$((failed + bad))
 }
+
+# The unprivileged user the sandbox suites run as below, and which root's
+# suites launch workloads as (sbx-launch --run-as sbxtest): made first.
+if [ "$(id -u)" -eq 0 ]; then
+    id sbxtest >/dev/null 2>&1 ||
+        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sbxtest
+fi
 
 # What a test may leave behind: sandboxes and sbx programs started since now.
 PATTERN='(^|/)(bwrap|sbx-(httpd|run|launch|egress|egress-bridge|broker|env|npu))( |$)'
@@ -45,8 +54,6 @@ done
 # suites again as sbxtest, from a copy it can read wherever this tree lives.
 SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race httpd-remote-node httpd-race httpd-hostile"
 if [ "$(id -u)" -eq 0 ]; then
-    id sbxtest >/dev/null 2>&1 ||
-        useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sbxtest
     stage="$out/stage"
     mkdir -p "$stage"
     cp -R bin test contrib share "$stage/"

@@ -96,6 +96,28 @@ void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h)
 		scan_interpreters(&h->masks);
 }
 
+int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e)
+{
+	struct stat st;
+	h->report_python[0] = '\0';
+	if (sbx_sibling_program("sbx-report", h->report, sizeof(h->report)) != 0) {
+		h->report[0] = '\0';
+		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-report",
+			      "channel: a worker channel needs sbx-report installed beside sbx-launch");
+		return -1;
+	}
+	/* <prefix>/bin/sbx-report -> <prefix>/share/sbx/python, in a checkout
+	 * and after make install alike; absent, shells still have sbx-report. */
+	char *slash = strrchr(h->report, '/');
+	int n = slash ? snprintf(h->report_python, sizeof(h->report_python), "%.*s/../share/sbx/python",
+				 (int)(slash - h->report), h->report)
+		      : -1;
+	if (n < 0 || (size_t)n >= sizeof(h->report_python) || stat(h->report_python, &st) != 0 ||
+	    !S_ISDIR(st.st_mode))
+		h->report_python[0] = '\0';
+	return 0;
+}
+
 void sbx_launch_host_free(struct sbx_launch_host *h)
 {
 	sbx_strvec_free(&h->masks);

@@ -18,7 +18,15 @@ struct sbx_launch_host {
 	bool ca_bundle_in_dir;       /* the bundle lies inside ca_dir */
 	struct sbx_strvec masks;     /* resolved host interpreters to hide */
 	char egress_bridge[PATH_MAX]; /* sbx-egress-bridge beside this program, "" none */
+	char report[PATH_MAX];        /* sbx-report beside this program, "" none */
+	char report_python[PATH_MAX]; /* <prefix>/share/sbx/python (sbx_report.py), "" none */
 };
+
+/* Where the worker channel's helpers appear inside a sandbox that has one:
+ * sbx-report on PATH (appended: the workload's own tools come first) and
+ * the Python module sbx_report on PYTHONPATH. */
+#define SBX_REPORT_BIN_DIR "/run/sbx/bin"
+#define SBX_REPORT_PYTHON_DIR "/run/sbx/python"
 
 /* The port the egress bridge listens on inside the sandbox. */
 #define SBX_EGRESS_PORT "18118"
@@ -29,6 +37,9 @@ struct sbx_launch_host {
 void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h);
 /* Finds the bridge for a domain-allowlist launch; -1 (and why) without one. */
 int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e);
+/* Finds sbx-report (static, like the bridge) and its Python module for a
+ * launch with a worker channel; -1 (and why) without sbx-report. */
+int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e);
 void sbx_launch_host_free(struct sbx_launch_host *h);
 
 #endif

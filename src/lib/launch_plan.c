@@ -26,8 +26,10 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 	char path[1200];
 
 	setenv_(p, "HOME", "/tmp");
-	/* Only launches with devices get their tools' directory first. */
-	snprintf(path, sizeof(path), "%s%s%s", d->path_prefix ? d->path_prefix : "", d->path_prefix ? ":" : "", base);
+	/* Only launches with devices get their tools' directory first; a
+	 * channel's sbx-report comes last, after the workload's own tools. */
+	snprintf(path, sizeof(path), "%s%s%s%s", d->path_prefix ? d->path_prefix : "", d->path_prefix ? ":" : "", base,
+		 s->channel && h->report[0] ? ":" SBX_REPORT_BIN_DIR : "");
 	setenv_(p, "PATH", path);
 	setenv_(p, "LANG", "C.UTF-8");
 	setenv_(p, "PYTHONNOUSERSITE", "1");
@@ -46,6 +48,7 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 	}
 	if (s->channel)
 		setenv_(p, "SBX_CHANNEL_FD", "5");
+
 	if (s->egress_socket) {
 		/* Every common client, pointed at the bridge; loopback stays direct. */
 		static const char *const proxy_keys[] = {
@@ -60,8 +63,20 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 		setenv_(p, "GIT_CONFIG_KEY_0", "http.proxy");
 		setenv_(p, "GIT_CONFIG_VALUE_0", EGRESS_PROXY);
 	}
-	for (size_t i = 0; i < d->env_keys.len; i++)
+	/* The channel's Python module goes after a device toolkit's own path. */
+	const char *report_python = s->channel && h->report_python[0] ? SBX_REPORT_PYTHON_DIR : NULL;
+	for (size_t i = 0; i < d->env_keys.len; i++) {
+		if (report_python && !strcmp(d->env_keys.items[i], "PYTHONPATH")) {
+			char joined[2400];
+			snprintf(joined, sizeof(joined), "%s:%s", d->env_values.items[i], report_python);
+			setenv_(p, "PYTHONPATH", joined);
+			report_python = NULL;
+			continue;
+		}
 		setenv_(p, d->env_keys.items[i], d->env_values.items[i]);
+	}
+	if (report_python)
+		setenv_(p, "PYTHONPATH", report_python);
 	for (size_t i = 0; i < s->env_keys.len; i++)
 		setenv_(p, s->env_keys.items[i], s->env_values.items[i]);
 }
@@ -174,6 +189,13 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 		binds |= bind_fd(p, "--ro-bind-fd", &s->skills_root, "/skills");
 		binds |= bind_fd(p, "--bind-fd", &s->skills_ext, "/skill-extensions");
 	}
+
+	/* The worker channel's helpers: the static sbx-report and its Python
+	 * module, read-only. */
+	if (s->channel && h->report[0])
+		ro_bind(a, h->report, SBX_REPORT_BIN_DIR "/sbx-report");
+	if (s->channel && h->report_python[0])
+		ro_bind(a, h->report_python, SBX_REPORT_PYTHON_DIR);
 
 	/* Egress: the static bridge and the gateway's socket, nothing else. */
 	if (s->egress_socket) {

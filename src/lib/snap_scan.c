@@ -178,9 +178,12 @@ void sbx_snap_scan_free(struct sbx_snap_scan *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* Modified, as upstream reports it: the size or the mtime changed (or the
+ * name now holds another file). Not the ctime: an ownership or mode change
+ * the runner makes itself (the pre-run chown) is no modification. */
 static bool changed(const struct sbx_snap_entry *a, const struct sbx_snap_entry *b)
 {
-	return a->size != b->size || a->mtime_ns != b->mtime_ns || a->ctime_ns != b->ctime_ns || a->ino != b->ino;
+	return a->size != b->size || a->mtime_ns != b->mtime_ns || a->ino != b->ino;
 }
 
 void sbx_snap_fingerprint_diff(const struct sbx_snap_scan *before, const struct sbx_snap_scan *after,

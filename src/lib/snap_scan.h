@@ -36,7 +36,8 @@ int sbx_snap_scan_at(int rootfd, struct sbx_snap_scan *s, struct sbx_error *e);
 void sbx_snap_scan_free(struct sbx_snap_scan *s);
 
 /* Regular files only (symlinks skipped), as the runner reports them:
- * created, deleted, and modified = size, mtime, ctime or inode changed. */
+ * created, deleted, and modified = size, mtime or inode changed (not the
+ * ctime: a chown the runner made is no modification). */
 void sbx_snap_fingerprint_diff(const struct sbx_snap_scan *before, const struct sbx_snap_scan *after,
 			       json_t *created, json_t *modified, json_t *deleted);
 

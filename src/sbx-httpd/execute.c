@@ -64,22 +64,28 @@ static void untrack(struct active *a)
 
 struct watch {
 	struct req *r;
-	struct child *c;
 	struct active *a;
 	bool gone;
 };
+
+/* Out of the queue is running, as upstream says: /status shows it from
+ * now, and the result's startedAt is this same instant. */
+static void mark_running(struct active *a, struct api_exec *x)
+{
+	sbx_iso_time(sbx_wall_ms(), x->started_at);
+	if (!a)
+		return;
+	pthread_mutex_lock(&g_server.lock);
+	a->running = true;
+	memcpy(a->started_at, x->started_at, sizeof(a->started_at));
+	pthread_mutex_unlock(&g_server.lock);
+}
 
 static bool gone(void *arg)
 {
 	struct watch *w = arg;
 	if (!w->gone && client_gone(w->r))
 		w->gone = true;
-	if (w->c && w->c->started && w->a && !w->a->running) {
-		pthread_mutex_lock(&g_server.lock);
-		w->a->running = true;
-		sbx_iso_time(sbx_wall_ms(), w->a->started_at);
-		pthread_mutex_unlock(&g_server.lock);
-	}
 	return w->gone;
 }
 
@@ -137,8 +143,8 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	bool ran = false;
 	if (ws_turn && !w.gone) {
 		int lease = x.env_id[0] ? environments_lease(x.env_id) : -1;
+		mark_running(w.a, &x);
 		if (runner_start(run, x.fds, x.n_fds, &c, &e) == 0) {
-			w.c = &c;
 			runner_wait(&c, gone, &w);
 			ran = true;
 		} else {

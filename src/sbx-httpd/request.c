@@ -174,18 +174,46 @@ static int npu_devices(const json_t *doc, json_t *run, char *msg, size_t msize)
 	return 0;
 }
 
-/* The epoch's network: domain-allowlist only when networkAccess agrees. */
-static int network(json_t *epoch, struct api_exec *x, json_t *run, char *msg, size_t msize)
+/* True for a resolved outbound route that dials the pinned address itself
+ * (absent, null, or {"kind"|"mode"|"type": "direct"}). */
+static bool route_is_direct(const json_t *proxy)
+{
+	static const char *const keys[] = { "kind", "mode", "type" };
+	if (!proxy || json_is_null(proxy))
+		return true;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *v = json_string_value(json_object_get(proxy, keys[i]));
+		if (v)
+			return !strcmp(v, "direct");
+	}
+	return false;
+}
+
+/* The epoch's network: domain-allowlist only when networkAccess agrees.
+ * What would change where traffic goes and sbx cannot honour (the `open`
+ * mode, a per-execution outbound proxy) is refused, never ignored. */
+static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t *run, char *msg, size_t msize)
 {
 	const char *policy = json_string_value(json_object_get(epoch, "networkPolicy"));
 	json_t *access = json_object_get(epoch, "networkAccess");
 	const char *mode = json_string_value(json_object_get(access, "mode"));
 	x->network_policy = "none";
 	snprintf(x->network_revision, sizeof(x->network_revision), "none");
+	if (policy && !strcmp(policy, "open") && mode && !strcmp(mode, policy))
+		return fail(msg, msize, "%s",
+			    "permissionEpoch.networkPolicy \"open\" is not supported by this runner; grant "
+			    "domain-allowlist access instead");
 	if (!policy || strcmp(policy, "domain-allowlist") != 0 || !mode || strcmp(mode, policy) != 0)
 		return 0;
+	if (!route_is_direct(json_object_get(doc, "sandboxEgressProxy")))
+		return fail(msg, msize, "%s",
+			    "sandboxEgressProxy: this runner's egress gateway connects directly; a per-execution "
+			    "outbound proxy is refused, never ignored");
 	if (!g_server.network_available)
 		return fail(msg, msize, "%s", g_server.network_reason);
+	const char *given = json_string_value(json_object_get(access, "revision"));
+	if (given && strlen(given) >= sizeof(x->network_revision))
+		return fail(msg, msize, "%s", "networkAccess.revision is longer than 128 characters");
 	json_t *net = json_pack("{s:s,s:O,s:b}", "mode", "domain-allowlist", "allowedDomains",
 				json_object_get(access, "allowedDomains") ? json_object_get(access, "allowedDomains")
 									   : json_null(),
@@ -196,7 +224,9 @@ static int network(json_t *epoch, struct api_exec *x, json_t *run, char *msg, si
 		json_decref(net);
 		return fail(msg, msize, "networkAccess: %s", net ? e.message : "allowedDomains is required");
 	}
-	snprintf(x->network_revision, sizeof(x->network_revision), "%s", p.revision);
+	/* The epoch's own revision is the one the API knows it by: echoed when
+	 * it carries one, sbx's content hash of the policy otherwise. */
+	snprintf(x->network_revision, sizeof(x->network_revision), "%s", given && *given ? given : p.revision);
 	sbx_egress_policy_free(&p);
 	x->network_policy = "domain-allowlist";
 	json_object_set_new(run, "network", net);
@@ -322,7 +352,7 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 		if (plain[0] && strcmp(plain, "."))
 			json_object_set_new(run, "cwd", json_string(plain));
 	}
-	if (network(epoch, x, run, msg, msize) != 0 || npu_devices(doc, run, msg, msize) != 0 ||
+	if (network(doc, epoch, x, run, msg, msize) != 0 || npu_devices(doc, run, msg, msize) != 0 ||
 	    skills(doc, x, run, msg, msize) != 0) {
 		json_decref(run);
 		return -1;

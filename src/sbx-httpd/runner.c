@@ -496,6 +496,8 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 		json_decref(ref);
 		return NULL;
 	}
+	if (x->started_at[0]) /* the instant /status reported, not sbx-run's own */
+		json_object_set_new(out, "startedAt", json_string(x->started_at));
 	if (json_is_null(json_object_get(out, "exitCode")))
 		json_object_set_new(out, "exitCode", json_integer(-1));
 	if (!json_is_null(ref))

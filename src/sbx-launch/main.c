@@ -324,6 +324,8 @@ int main(int argc, char **argv)
 	sbx_launch_host_scan(spec.env_prefix.fd >= 0, &host);
 	if (spec.egress_socket && sbx_launch_host_find_bridge(&host, &e) != 0)
 		sbx_die(&e);
+	if (spec.channel && sbx_launch_host_find_report(&host, &e) != 0)
+		sbx_die(&e);
 	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
 		sbx_die(&e);
 	/* RLIMIT_NPROC counts every process of the uid: it bounds a sandbox only

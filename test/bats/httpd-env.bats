@@ -127,3 +127,12 @@ PY
     run curl -sS "$BASE/health"
     [ "$(jq -c .scientificEnvs.languages <<< "$output")" = '["python","r"]' ]
 }
+
+@test "a Node.js client's environment flow: setup, create, a wheel from a remote workspace key installed" {
+    command -v node >/dev/null || fail "node is missing: make deps installs nodejs"
+    run node "$BATS_TEST_DIRNAME/../node/env-flow.mjs" "$BASE" "$TOKEN" "$PROJECT"
+    echo "$output"
+    assert_success
+    refute_output --partial "not ok"
+    assert_output --partial "ok: install reads the wheel from runnerWorkspaceKey"
+}

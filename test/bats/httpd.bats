@@ -233,14 +233,17 @@ teardown() { httpd_teardown; }
     [ -z "$(find "$WORK/data/runner-executions/runs" -mindepth 1 -maxdepth 1 -name 'h*')" ] || fail "left: $(ls -a "$WORK/data/runner-executions/runs")"
 }
 
-@test "/status lists a running execution with its session, agent and startedAt" {
+@test "/status lists a running execution with its session, agent and startedAt, the result's own" {
     mkfifo -m 666 "$PROJECT/started"
-    in_background s1 "$(shell_request s1 'echo > /workspace/started; sleep 2')" /execute-shell
+    in_background s1 "$(shell_request s1 'echo > /workspace/started; sleep 1')" /execute-shell
     client=$bg
     await_fifo "$PROJECT/started"   # the workload runs
     api GET /status
-    [ "$(jq -c '.activeExecutions[0] | [.executionId, .sessionId, .agentId, .kernelMode, .language, (.startedAt | type)]' <<< "$output")" = '["s1","s1","main","ephemeral","shell","string"]' ]
+    [ "$(jq -c '.activeExecutions[0] | [.executionId, .sessionId, .agentId, .kernelMode, .language, .status, (.startedAt | type)]' <<< "$output")" = '["s1","s1","main","ephemeral","shell","running","string"]' ]
+    listed=$(jq -r '.activeExecutions[0].startedAt' <<< "$output")
     wait "$client"
+    # The instant it left the queue, in /status and in the result alike.
+    [ "$(jq -r .startedAt "$WORK/s1.out")" = "$listed" ]
 }
 
 @test "kernels: none exist; teardown answers count 0 and needs a sessionId" {
@@ -334,6 +337,50 @@ teardown() { httpd_teardown; }
     signed /execute-shell "$(shell_request n2 'env | grep -c PROXY || true' |
         jq -c ".permissionEpoch.networkPolicy = \"none\" | .permissionEpoch.networkAccess = $access")"
     [ "$(jq -r .networkPolicy <<< "$output")" = none ] && [ "$(jq -r .stdout <<< "$output")" = 0 ]
+}
+
+@test "networkAccess.revision is echoed as networkAccessRevision; sbx's own hash only when the epoch has none" {
+    access='{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":false,"revision":"3f2a9c1d0b7e4a55"}'
+    signed /execute-shell "$(shell_request nr1 true |
+        jq -c ".permissionEpoch.networkPolicy = \"domain-allowlist\" | .permissionEpoch.networkAccess = $access")"
+    [ "$status_code" = 200 ]
+    [ "$(jq -r .networkAccessRevision <<< "$output")" = 3f2a9c1d0b7e4a55 ]
+    long=$(printf 'r%.0s' $(seq 200))
+    signed /execute-shell "$(shell_request nr2 true |
+        jq -c --arg rev "$long" ".permissionEpoch.networkPolicy = \"domain-allowlist\" | .permissionEpoch.networkAccess = $access | .permissionEpoch.networkAccess.revision = \$rev")"
+    [ "$status_code" = 400 ]
+    [[ "$(jq -r .error <<< "$output")" == *networkAccess.revision* ]]
+}
+
+@test "a per-execution outbound proxy and the open network mode are refused by name, never ignored" {
+    access='{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":false}'
+    allow=".permissionEpoch.networkPolicy = \"domain-allowlist\" | .permissionEpoch.networkAccess = $access"
+    signed /execute-shell "$(shell_request px1 'touch /workspace/px1-ran' |
+        jq -c "$allow | .sandboxEgressProxy = {kind: \"url\", url: \"http://proxy.test:3128\"}")"
+    [ "$status_code" = 400 ]
+    [[ "$(jq -r .error <<< "$output")" == sandboxEgressProxy:* ]]
+    [ ! -e "$PROJECT/px1-ran" ]
+    # A direct route is what the gateway does: accepted.
+    signed /execute-shell "$(shell_request px2 true | jq -c "$allow | .sandboxEgressProxy = {kind: \"direct\"}")"
+    [ "$status_code" = 200 ]
+    # Without egress the route is moot: no traffic leaves.
+    signed /execute-shell "$(shell_request px3 true | jq -c '.sandboxEgressProxy = {kind: "url", url: "http://proxy.test:3128"}')"
+    [ "$status_code" = 200 ]
+    open='{"mode":"open","allowedDomains":[],"allowPrivateNetwork":false}'
+    signed /execute-shell "$(shell_request op1 'touch /workspace/op1-ran' |
+        jq -c ".permissionEpoch.networkPolicy = \"open\" | .permissionEpoch.networkAccess = $open")"
+    [ "$status_code" = 400 ]
+    [[ "$(jq -r .error <<< "$output")" == *'networkPolicy "open"'* ]]
+    [ ! -e "$PROJECT/op1-ran" ]
+}
+
+@test "modifiedFiles: a file the workload never touched is not modified, though the runner chowned it; a changed one is" {
+    printf 'host file\n' > "$PROJECT/host.txt"    # the host's, owned by the daemon's uid
+    printf 'other\n' > "$PROJECT/other.txt"
+    signed /execute-shell "$(shell_request mf1 'printf OTHER > other.txt')"
+    [ "$status_code" = 200 ]
+    [ "$(jq -c .modifiedFiles <<< "$output")" = '["other.txt"]' ]
+    [ "$(jq -c .createdFiles <<< "$output")" = '[]' ]
 }
 
 @test "a queued execution whose client disconnects never starts; teardown waits for the session's executions" {

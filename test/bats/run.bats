@@ -420,7 +420,7 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
     [ "$(r .stdout)" = done ]
     [ "$(r .deadline)" = null ]
     # SIGTERM ignored: SIGKILL after the grace; the signal came at 3000 ms, not before.
-    run --separate-stderr sbx-run --state-dir "$STATE" --grace-ms 500 - <<<"$(request t2 shell 'trap "" TERM; start=$(date +%s%3N); while :; do sleep 0.05; echo $(( $(date +%s%3N) - start )) > elapsed; done' '{"timeoutMs": 3000}')"
+    run --separate-stderr sbx-run --state-dir "$STATE" --grace-ms 500 - <<<"$(request t2 shell 'trap "" TERM; start=$(date +%s%3N); while :; do sleep 0.05; echo $(( $(date +%s%3N) - start )) > elapsed.new; mv -f elapsed.new elapsed; done' '{"timeoutMs": 3000}')"
     assert_failure 7
     result=$(printf '%s\n' "$output" | jq -c 'select(.event == "finished") | .result')
     [ "$(r .deadline)" = timeoutMs ]

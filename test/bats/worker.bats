@@ -9,7 +9,6 @@ load launch_helpers
 setup() {
     launch_setup
     STATE="$WORK/state"
-    cp "$SBX_BIN/sbx-report" "$WS/"
     KEY="$WORK/key"
     printf 'KEYMARKER-%s' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" > "$KEY"
     chmod 600 "$KEY"
@@ -35,7 +34,7 @@ worker_run() {
 r() { jq -r "$1" <<<"$result"; }
 
 @test "a cooperative worker: progress, metrics, params, tags, log, checkpoint, media, outputs, result" {
-    code='R=/workspace/sbx-report
+    code='R=sbx-report
 $R state running
 for i in 1 2 3; do $R progress "0.$i"; done
 $R metric loss 0.25 --step 1 --unit nats
@@ -73,14 +72,14 @@ $R result "{\"accuracy\":0.9}"'
 }
 
 @test "progress is coalesced: at most one event per interval, the latest value last" {
-    worker_run p1 'for i in $(seq 1 40); do /workspace/sbx-report progress "0.$(printf %02d $i)"; done; /workspace/sbx-report progress 1' \
+    worker_run p1 'for i in $(seq 1 40); do sbx-report progress "0.$(printf %02d $i)"; done; sbx-report progress 1' \
         '{"caps":{"progressIntervalMs":60000}}'
     assert_success
     [ "$(jq -c 'select(.event == "worker.progress") | .progress' "$WORK/p1.jsonl" | tr '\n' ' ')" = "0.01 1 " ]
 }
 
 @test "verify rejects a changed byte, a dropped line and two swapped lines" {
-    worker_run v1 '/workspace/sbx-report state a; /workspace/sbx-report state b; /workspace/sbx-report state c'
+    worker_run v1 'sbx-report state a; sbx-report state b; sbx-report state c'
     assert_success
     f="$WORK/v1.jsonl"
     sed '3s/"state":"a"/"state":"A"/' "$f" > "$WORK/changed"
@@ -134,7 +133,7 @@ for i in range(100000):
 }
 
 @test "a symlinked media file (to /etc/shadow) and media outside scratch are violations" {
-    worker_run m1 'ln -s /etc/shadow /scratch/media/secret.png; /workspace/sbx-report media secret.png; sleep 30'
+    worker_run m1 'ln -s /etc/shadow /scratch/media/secret.png; sbx-report media secret.png; sleep 30'
     assert_failure 8
     [[ "$(r .error)" == *"secret.png: not a file inside scratch"* ]]
     [ "$(jq -c 'select(.event == "worker.media")' "$WORK/m1.jsonl" | wc -l)" -eq 0 ]
@@ -149,10 +148,10 @@ os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", len(m)) + m)
 
 @test "a media or checkpoint message naming a FIFO is a violation, promptly; outputs skip a FIFO" {
     # No writer ever opens these: a blocking open would hang the supervisor.
-    worker_run f1 'mkfifo /scratch/media/m.fifo; /workspace/sbx-report media m.fifo; sleep 30' '{"timeoutMs": 60000}'
+    worker_run f1 'mkfifo /scratch/media/m.fifo; sbx-report media m.fifo; sleep 30' '{"timeoutMs": 60000}'
     assert_failure 8
     [[ "$(r .error)" == *"m.fifo: not a regular file"* ]]
-    worker_run f2 'mkfifo /scratch/checkpoints/c.fifo; /workspace/sbx-report checkpoint c.fifo; sleep 30' '{"timeoutMs": 60000}'
+    worker_run f2 'mkfifo /scratch/checkpoints/c.fifo; sbx-report checkpoint c.fifo; sleep 30' '{"timeoutMs": 60000}'
     assert_failure 8
     [[ "$(r .error)" == *"c.fifo: not a regular file"* ]]
     worker_run f3 'mkfifo /scratch/outputs/o.fifo; echo fine > /scratch/outputs/f.txt'
@@ -167,13 +166,13 @@ os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", len(m)) + m)
 }
 
 @test "a message after the terminal result is a violation" {
-    worker_run t1 '/workspace/sbx-report result; /workspace/sbx-report state late; sleep 30'
+    worker_run t1 'sbx-report result; sbx-report state late; sleep 30'
     assert_failure 8
     [[ "$(r .error)" == *"after the terminal"* ]]
 }
 
 @test "advisory caps drop tracking messages with one warning, the run goes on" {
-    worker_run a1 'for i in $(seq 1 20); do /workspace/sbx-report metric m $i; done; echo done' '{"caps":{"trackingMessages":5}}'
+    worker_run a1 'for i in $(seq 1 20); do sbx-report metric m $i; done; echo done' '{"caps":{"trackingMessages":5}}'
     assert_success
     [ "$(r .stdout)" = done ]
     [ "$(jq -c 'select(.event == "worker.metric")' "$WORK/a1.jsonl" | wc -l)" -eq 5 ]
@@ -196,7 +195,7 @@ ls /proc/self/fd | tr "\n" " "'
 }
 
 @test "at the platform deadline (minus the reserve) the worker gets SIGTERM and can flush a checkpoint" {
-    code='trap "printf flushed > /scratch/checkpoints/last; /workspace/sbx-report checkpoint last; printf partial > /scratch/outputs/partial.txt; exit 0" TERM
+    code='trap "printf flushed > /scratch/checkpoints/last; sbx-report checkpoint last; printf partial > /scratch/outputs/partial.txt; exit 0" TERM
 while :; do sleep 0.05; done'
     worker_run d1 "$code" '{"timeoutMs":600000}' --grace-ms 3000 --platform-deadline-ms 1000 --deadline-reserve-ms 300
     assert_failure 7
@@ -216,6 +215,21 @@ while :; do sleep 0.05; done'
     [ "$(head -n1 "$WORK/dm.jsonl" | jq -r .event)" = mode ]
 }
 
+@test "sbx-report is on PATH, read-only, and Python reports through the sbx_report module, as the README shows" {
+    code='command -v sbx-report
+sbx-report progress 0.5
+{ echo x > /run/sbx/bin/sbx-report; } 2>/dev/null && echo writable
+python3 -c "import sbx_report as r; r.metric(\"loss\", 0.25, step=1); r.progress(1.0, message=\"done\"); r.result({\"accuracy\": 0.9})"'
+    worker_run py1 "$code"
+    assert_success
+    [ "$(r .stdout)" = /run/sbx/bin/sbx-report ]
+    [ "$(jq -c 'select(.event == "worker.progress") | .progress' "$WORK/py1.jsonl" | tr '\n' ' ')" = "0.5 1 " ]
+    [ "$(jq -c 'select(.event == "worker.metric") | [.name, .value, .step]' "$WORK/py1.jsonl")" = '["loss",0.25,1]' ]
+    [ "$(jq -c 'select(.event == "worker.result") | .summary' "$WORK/py1.jsonl")" = '{"accuracy":0.9}' ]
+    run sbx-run verify --key-file "$KEY" "$WORK/py1.jsonl"
+    assert_success
+}
+
 @test "sbx-report refuses what the supervisor would refuse, and needs the channel" {
     run --separate-stderr env SBX_CHANNEL_FD=1 "$SBX_BIN/sbx-report" progress 2
     assert_failure 2
@@ -233,7 +247,7 @@ while :; do sleep 0.05; done'
     worker_run x3 'exit 3'
     assert_failure 1
     [ "$(r .exitCode)" = 3 ] && [ "$(r .failureClass)" = null ]
-    worker_run xe '/workspace/sbx-report error "it broke"'
+    worker_run xe 'sbx-report error "it broke"'
     assert_failure 1
     [ "$(r .exitCode)" = 0 ]
     worker_run xt 'python3 -c "
@@ -245,17 +259,17 @@ os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", 100) + b\"{\\\
 }
 
 @test "requireTerminalMessage: a worker that ends without result or error is a violation; with either it is not" {
-    worker_run rt0 '/workspace/sbx-report progress 0.5' '{"requireTerminalMessage":true}'
+    worker_run rt0 'sbx-report progress 0.5' '{"requireTerminalMessage":true}'
     assert_failure 8
     [ "$(r .failureClass)" = sandbox-violation ]
     [[ "$(r .error)" == *"without the result or error message the request requires (requireTerminalMessage)"* ]]
-    worker_run rt1 '/workspace/sbx-report result "{\"ok\":true}"' '{"requireTerminalMessage":true}'
+    worker_run rt1 'sbx-report result "{\"ok\":true}"' '{"requireTerminalMessage":true}'
     assert_success
-    worker_run rt2 '/workspace/sbx-report error broke' '{"requireTerminalMessage":true}'
+    worker_run rt2 'sbx-report error broke' '{"requireTerminalMessage":true}'
     assert_failure 1
     [ "$(r .failureClass)" = null ]
     # Not asked for: its absence is nothing.
-    worker_run rt3 '/workspace/sbx-report progress 0.5'
+    worker_run rt3 'sbx-report progress 0.5'
     assert_success
     # A run the timeout ended owes no terminal message.
     worker_run rt4 'sleep 30' '{"requireTerminalMessage":true,"timeoutMs":300}'

@@ -87,3 +87,23 @@ const logs = (await call("GET", `/shell-executions/${id}/logs?${owner}&cursor=0`
 const text = logs.chunks.map((c) => `${c.stream}:${c.text}`).join("");
 check(text.includes("stdout:managed\n") && text.includes("stderr:err\n"), "its logs hold both streams");
 check(logs.nextCursor === logs.chunks.length && logs.truncated === false, "one page, nextCursor at the last chunk");
+
+// The setup view with environments off: 200 and state disabled, as upstream.
+const setup = await call("GET", "/environment-setup");
+check(setup.status === 200 && setup.json.state === "disabled" && setup.json.phase === "disabled" && setup.json.error === null,
+  `GET /environment-setup without environments is 200 disabled (${setup.status} ${JSON.stringify(setup.json)})`);
+
+// /status while a run goes on: running from the moment it left the queue,
+// with the startedAt its result will carry.
+const slowId = `node-status-${Date.now()}`;
+const slow = call("POST", "/execute-shell", request(slowId, "sleep 1; echo slept"), true);
+let listed;
+for (let i = 0; i < 100 && !listed; i++) {
+  const st = (await call("GET", "/status")).json;
+  listed = st.activeExecutions.find((a) => a.executionId === slowId && a.status === "running");
+  if (!listed) await new Promise((r) => setTimeout(r, 20));
+}
+check(listed && typeof listed.startedAt === "string", "/status lists the run as running with startedAt");
+const slept = await slow;
+check(slept.status === 200 && slept.json.stdout === "slept\n", "the run completes");
+check(slept.json.startedAt === listed.startedAt, `the result's startedAt is the one /status showed (${slept.json.startedAt} ${listed.startedAt})`);
