@@ -80,5 +80,22 @@ programs() { for p in "$SBX_BIN"/sbx-*; do basename "$p"; done; }
     SBX_DATA_DIR="$dest/data" run "$dest/usr/local/bin/sbx-launch" - <<<'{"argv":["/bin/echo","installed"]}'
     assert_success
     assert_output installed
+    [ -f "$dest/usr/local/share/sbx/python/sbx_report.py" ]
+    # The README's worker-channel examples, as written, in runs of the
+    # installed sbx-run: sbx-report on PATH (the shell lines), sbx_report
+    # on PYTHONPATH (the Python line).
+    mkdir -m 777 "$dest/ws"
+    examples=$(sed -n '/^### The worker channel and signed events/,/^The supervisor validates/p' \
+        "$BATS_TEST_DIRNAME/../../README.md" | sed -n 's/^    //p')
+    shell_code=$(grep -v '^python3' <<<"$examples")
+    python_code=$(grep '^python3' <<<"$examples")
+    [[ "$shell_code" == *"sbx-report result"* && "$python_code" == *"import sbx_report"* ]] || fail "README examples not found: $examples"
+    for code in "$shell_code" "$python_code"; do
+        req=$(jq -cn --arg ws "$dest/ws" --arg code "$code" '{executionId: "readme-\(now)", language: "shell", code: $code, workspace: $ws}')
+        SBX_DATA_DIR="$dest/data" run --separate-stderr "$dest/usr/local/bin/sbx-run" --state-dir "$dest/state" - <<<"$req"
+        assert_success
+        [ "$(jq -c 'select(.event == "worker.metric") | [.name, .value, .step]' <<<"$output")" = '["loss",0.25,1]' ]
+        [ "$(jq -c 'select(.event == "finished") | .result.worker.result.summary' <<<"$output")" = '{"accuracy":0.9}' ]
+    done
     rm -rf "$dest"
 }
