@@ -4,6 +4,7 @@
 #include "exitcodes.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SCIENCE_ENV "/opt/science-env"
@@ -66,13 +67,21 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 	/* The channel's Python module goes after a device toolkit's own path. */
 	const char *report_python = s->channel && h->report_python[0] ? SBX_REPORT_PYTHON_DIR : NULL;
 	for (size_t i = 0; i < d->env_keys.len; i++) {
-		if (report_python && !strcmp(d->env_keys.items[i], "PYTHONPATH")) {
-			char joined[2400];
-			snprintf(joined, sizeof(joined), "%s:%s", d->env_values.items[i], report_python);
-			setenv_(p, "PYTHONPATH", joined);
+		const char *value = d->env_values.items[i];
+		if (report_python && !strcmp(d->env_keys.items[i], "PYTHONPATH") && *value) {
+			char *joined = NULL;
+			if (asprintf(&joined, "%s:%s", value, report_python) < 0) {
+				joined = NULL;
+				p->env_values.failed = true; /* out of memory: the plan fails */
+			} else {
+				setenv_(p, "PYTHONPATH", joined);
+			}
+			free(joined);
 			report_python = NULL;
 			continue;
 		}
+		if (report_python && !strcmp(d->env_keys.items[i], "PYTHONPATH"))
+			continue; /* empty: ours alone, below */
 		setenv_(p, d->env_keys.items[i], d->env_values.items[i]);
 	}
 	if (report_python)

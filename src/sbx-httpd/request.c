@@ -174,19 +174,32 @@ static int npu_devices(const json_t *doc, json_t *run, char *msg, size_t msize)
 	return 0;
 }
 
-/* True for a resolved outbound route that dials the pinned address itself
- * (absent, null, or {"kind"|"mode"|"type": "direct"}). */
+/* True for a resolved outbound route that dials the pinned address itself:
+ * absent, null, or an object whose kind (and mode and type, where given)
+ * is "direct" and which names no proxy. Anything else is a route sbx
+ * cannot take. */
 static bool route_is_direct(const json_t *proxy)
 {
 	static const char *const keys[] = { "kind", "mode", "type" };
 	if (!proxy || json_is_null(proxy))
 		return true;
+	if (!json_is_object(proxy))
+		return false;
+	bool direct = false;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		const char *v = json_string_value(json_object_get(proxy, keys[i]));
-		if (v)
-			return !strcmp(v, "direct");
+		const json_t *v = json_object_get(proxy, keys[i]);
+		if (!v)
+			continue;
+		if (!json_is_string(v) || strcmp(json_string_value(v), "direct") != 0)
+			return false;
+		direct = true;
 	}
-	return false;
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)proxy, key, v)
+		if (!json_is_null(v) && (strcasestr(key, "url") || strcasestr(key, "proxy") || strcasestr(key, "host")))
+			return false;
+	return direct;
 }
 
 /* The epoch's network: domain-allowlist only when networkAccess agrees.
@@ -199,7 +212,7 @@ static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t 
 	const char *mode = json_string_value(json_object_get(access, "mode"));
 	x->network_policy = "none";
 	snprintf(x->network_revision, sizeof(x->network_revision), "none");
-	if (policy && !strcmp(policy, "open") && mode && !strcmp(mode, policy))
+	if (policy && !strcmp(policy, "open"))
 		return fail(msg, msize, "%s",
 			    "permissionEpoch.networkPolicy \"open\" is not supported by this runner; grant "
 			    "domain-allowlist access instead");
@@ -211,9 +224,12 @@ static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t 
 			    "outbound proxy is refused, never ignored");
 	if (!g_server.network_available)
 		return fail(msg, msize, "%s", g_server.network_reason);
-	const char *given = json_string_value(json_object_get(access, "revision"));
+	const json_t *revision = json_object_get(access, "revision");
+	const char *given = json_string_value(revision);
+	if (revision && !json_is_null(revision) && !given)
+		return fail(msg, msize, "%s", "networkAccess.revision must be a string");
 	if (given && strlen(given) >= sizeof(x->network_revision))
-		return fail(msg, msize, "%s", "networkAccess.revision is longer than 128 characters");
+		return fail(msg, msize, "%s", "networkAccess.revision is longer than 128 bytes");
 	json_t *net = json_pack("{s:s,s:O,s:b}", "mode", "domain-allowlist", "allowedDomains",
 				json_object_get(access, "allowedDomains") ? json_object_get(access, "allowedDomains")
 									   : json_null(),

@@ -10,10 +10,16 @@
 #include "../lib/json.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Taken by every sender in a sandbox, the Python module too. */
+#define SBX_REPORT_LOCK "/tmp/.sbx-report.lock"
 
 static void usage(FILE *out)
 {
@@ -192,11 +198,19 @@ int main(int argc, char **argv)
 	size_t len;
 	char *frame = sbx_channel_encode(m, &len);
 	json_decref(m);
+	/* One frame at a time from every reporter of this sandbox (shells,
+	 * threads, the Python module): a frame larger than the socket buffer
+	 * is written in pieces another writer could otherwise split. */
+	int lock = open(SBX_REPORT_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	if (lock >= 0)
+		(void)!flock(lock, LOCK_EX);
 	if (!frame || sbx_write_all(fd, frame, len) != 0) {
 		sbx_error_set(&e, SBX_EXIT_INTERNAL, "write-failed", "channel fd %d: %s", fd, strerror(errno));
 		free(frame);
 		sbx_die(&e);
 	}
 	free(frame);
+	if (lock >= 0)
+		close(lock);
 	return SBX_EXIT_OK;
 }

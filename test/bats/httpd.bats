@@ -350,6 +350,9 @@ teardown() { httpd_teardown; }
         jq -c --arg rev "$long" ".permissionEpoch.networkPolicy = \"domain-allowlist\" | .permissionEpoch.networkAccess = $access | .permissionEpoch.networkAccess.revision = \$rev")"
     [ "$status_code" = 400 ]
     [[ "$(jq -r .error <<< "$output")" == *networkAccess.revision* ]]
+    signed /execute-shell "$(shell_request nr3 true |
+        jq -c ".permissionEpoch.networkPolicy = \"domain-allowlist\" | .permissionEpoch.networkAccess = $access | .permissionEpoch.networkAccess.revision = 7")"
+    [ "$status_code $(jq -r .error <<< "$output")" = "400 networkAccess.revision must be a string" ]
 }
 
 @test "a per-execution outbound proxy and the open network mode are refused by name, never ignored" {
@@ -360,9 +363,17 @@ teardown() { httpd_teardown; }
     [ "$status_code" = 400 ]
     [[ "$(jq -r .error <<< "$output")" == sandboxEgressProxy:* ]]
     [ ! -e "$PROJECT/px1-ran" ]
-    # A direct route is what the gateway does: accepted.
+    # A direct route is what the gateway does: accepted; one that also
+    # names a proxy, or says otherwise in another key, is not direct.
     signed /execute-shell "$(shell_request px2 true | jq -c "$allow | .sandboxEgressProxy = {kind: \"direct\"}")"
     [ "$status_code" = 200 ]
+    n=0
+    for route in '{"kind":"direct","url":"http://10.9.9.9:3128"}' '{"kind":"direct","mode":"proxy"}' \
+        '{"kind":5,"mode":"direct"}' '{"type":"direct","proxyUrl":"http://p:1"}' '"direct"' '[]' '{}'; do
+        n=$((n + 1))
+        signed /execute-shell "$(shell_request "pxs$n" true | jq -c --argjson r "$route" "$allow | .sandboxEgressProxy = \$r")"
+        [ "$status_code" = 400 ] || fail "$route: $status_code $output"
+    done
     # Without egress the route is moot: no traffic leaves.
     signed /execute-shell "$(shell_request px3 true | jq -c '.sandboxEgressProxy = {kind: "url", url: "http://proxy.test:3128"}')"
     [ "$status_code" = 200 ]
@@ -372,6 +383,9 @@ teardown() { httpd_teardown; }
     [ "$status_code" = 400 ]
     [[ "$(jq -r .error <<< "$output")" == *'networkPolicy "open"'* ]]
     [ ! -e "$PROJECT/op1-ran" ]
+    # Asked for, whatever networkAccess says: still refused, not run without network.
+    signed /execute-shell "$(shell_request op2 'touch /workspace/op2-ran' | jq -c '.permissionEpoch.networkPolicy = "open"')"
+    [ "$status_code" = 400 ] && [ ! -e "$PROJECT/op2-ran" ]
 }
 
 @test "modifiedFiles: a file the workload never touched is not modified, though the runner chowned it; a changed one is" {

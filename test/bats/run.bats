@@ -41,7 +41,7 @@ r() { jq -r "$1" <<<"$result"; }
     [ "$(r '.deletedFiles | join(",")')" = gone.txt ]
     [ "$(r .workingDirectory)" = /workspace ]
     [ "$(r .environmentVariables.HOME)" = /tmp ]
-    [ "$(r .environmentVariables.PATH)" = /usr/bin:/bin ]
+    [ "$(r .environmentVariables.PATH)" = /usr/bin:/bin:/run/sbx/bin ]   # sbx-report last
     [ "$(r .failureClass)" = null ]
     [ "$(r .truncated)" = false ]
     [[ "$(r .workspaceSnapshot.digest)" =~ ^sha256: ]]
@@ -81,7 +81,7 @@ r() { jq -r "$1" <<<"$result"; }
     sbx_run r1 r 'print(1)' "{\"environment\":{\"prefix\":\"$WORK/env\"}}"
     assert_success
     [ "$(r .stdout)" = $'R --vanilla --slave\nprint(1)' ]
-    [ "$(r .environmentVariables.PATH)" = /opt/science-env/bin:/usr/bin:/bin ]
+    [ "$(r .environmentVariables.PATH)" = /opt/science-env/bin:/usr/bin:/bin:/run/sbx/bin ]
     run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(request r2 r 'print(1)')"
     assert_failure 2
     [[ "$stderr" == *"R execution requires the scientific environment capability"* ]]

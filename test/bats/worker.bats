@@ -230,6 +230,40 @@ python3 -c "import sbx_report as r; r.metric(\"loss\", 0.25, step=1); r.progress
     assert_success
 }
 
+@test "the Python module refuses what the supervisor would refuse, before sending: the run goes on" {
+    code='python3 - <<"PY"
+import sbx_report as r
+bad = [lambda: r.progress(2), lambda: r.progress(float("nan")), lambda: r.log("info", "x" * 70000),
+       lambda: r.log("loud", "x"), lambda: r.log("info", "caf\udcff"), lambda: r.media("../../etc/passwd"),
+       lambda: r.checkpoint("/abs"), lambda: r.metric("m", 2 ** 70), lambda: r.tags(a=1), lambda: r.metric("m", 1, step=-1)]
+for i, call in enumerate(bad):
+    try:
+        call()
+        print("sent", i)
+    except (ValueError, UnicodeError):
+        pass
+r.result({"refused": len(bad)})
+PY'
+    worker_run pyr "$code"
+    assert_success
+    [ "$(r .stdout)" = "" ]
+    [ "$(r .worker.result.summary.refused)" = 10 ]
+}
+
+@test "concurrent reporters never split each other's frames: 6 shells and 6 Python threads, 60 KB messages" {
+    code='M=$(head -c 60000 /dev/zero | tr "\0" x)
+for k in 1 2 3 4 5 6; do (for i in 1 2 3 4 5; do sbx-report log info "$M"; done) & done
+python3 -c "
+import threading, sbx_report as r
+ts = [threading.Thread(target=lambda: [r.log(\"info\", \"y\" * 60000) for _ in range(5)]) for _ in range(6)]
+[t.start() for t in ts]; [t.join() for t in ts]"
+wait
+sbx-report result'
+    worker_run conc "$code"
+    assert_success
+    [ "$(jq -c 'select(.event == "worker.user_log")' "$WORK/conc.jsonl" | wc -l)" -eq 60 ]
+}
+
 @test "sbx-report refuses what the supervisor would refuse, and needs the channel" {
     run --separate-stderr env SBX_CHANNEL_FD=1 "$SBX_BIN/sbx-report" progress 2
     assert_failure 2
