@@ -239,3 +239,21 @@ golden() {
     assert_line --index 1 host-python-masked
     assert_line --index 2 empty
 }
+
+@test "a channel: sbx-report bound read-only and last on PATH, its module after a device toolkit's PYTHONPATH, however long" {
+    long="/opt/toolkit/$(printf 'p%.0s' $(seq 3900))"
+    spec=$(spec_sh true "{\"devices\":{\"nodes\":[{\"host\":\"/dev/null\",\"sandbox\":\"/dev/fakenpu\"}],\"env\":{\"PYTHONPATH\":\"$long\"}}}")
+    run --separate-stderr sbx-launch --dry-run --channel-fd 7 --capabilities "$CAPS/supported.json" - 7>/dev/null <<<"$spec"
+    assert_success
+    [ "$(jq -r .env.PYTHONPATH <<<"$output")" = "$long:/run/sbx/python" ]
+    [ "$(jq -r .env.PATH <<<"$output")" = /usr/bin:/bin:/run/sbx/bin ]
+    [ "$(jq -r '.argv | [range(0; length - 2) as $i | select(.[$i] == "--ro-bind" and .[$i+2] == "/run/sbx/bin/sbx-report") | .[$i+1]] | .[0]' <<<"$output")" = "$SBX_BIN/sbx-report" ]
+    # An empty toolkit path adds no empty entry (the working directory).
+    spec=$(spec_sh true '{"devices":{"nodes":[{"host":"/dev/null","sandbox":"/dev/fakenpu"}],"env":{"PYTHONPATH":""}}}')
+    run --separate-stderr sbx-launch --dry-run --channel-fd 7 --capabilities "$CAPS/supported.json" - 7>/dev/null <<<"$spec"
+    assert_success
+    [ "$(jq -r .env.PYTHONPATH <<<"$output")" = /run/sbx/python ]
+    # Without a channel, neither.
+    run --separate-stderr sbx-launch --dry-run --capabilities "$CAPS/supported.json" - <<<"$(spec_sh true)"
+    [ "$(jq -r '.env.PYTHONPATH // "none"' <<<"$output")" = none ] && [ "$(jq -r .env.PATH <<<"$output")" = /usr/bin:/bin ]
+}
