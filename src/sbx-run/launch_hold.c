@@ -8,9 +8,12 @@
 #include <string.h>
 
 /* dac_override gone from the effective set, and from the permitted set
- * too unless keep (a standby may have to make its cgroups again). */
+ * too unless keep (a standby may have to make its cgroups again); held
+ * where it stands in for a missing dac_read_search (capabilities.c). */
 static int drop_dac_override(const struct run *r, bool keep, struct sbx_error *e)
 {
+	if (r->dac_override_held || !r->have_dac_override)
+		return 0;
 	if (!r->dev_mode && (capng_update(CAPNG_DROP, CAPNG_EFFECTIVE | (keep ? 0 : CAPNG_PERMITTED), CAP_DAC_OVERRIDE) != 0 ||
 			     capng_apply(CAPNG_SELECT_CAPS) != 0))
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot drop dac_override"), -1;
@@ -21,7 +24,8 @@ static int drop_dac_override(const struct run *r, bool keep, struct sbx_error *e
 static int create_cgroups(struct run *r, const char *id, const struct sbx_run_limits *limits, bool keep,
 			  struct sbx_error *e)
 {
-	if (!r->dev_mode && (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_CAPS) != 0))
+	if (!r->dev_mode && r->have_dac_override && !r->dac_override_held &&
+	    (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_CAPS) != 0))
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot raise dac_override for the cgroups"), -1;
 	int rc = sbx_cgroup_create(id, limits, &r->cg, e);
 	if (drop_dac_override(r, keep, e) != 0) {

@@ -17,6 +17,7 @@
 #include "../lib/run_lease.h"
 #include "../lib/snap_store.h"
 #include "../lib/spawn.h"
+#include "../lib/tree_remove.h"
 #include "../lib/workspace_owner.h"
 #include "../lib/workspace_uid.h"
 
@@ -28,9 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cap-ng.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,32 +69,6 @@ static void usage(FILE *out)
 		"\n"
 		"       sbx-run verify --key-file KEY [EVENTS|-]   checks a signed event stream\n");
 	sbx_cli_print_exit_codes(out);
-}
-
-/* Narrows what the supervisor can do before it touches the workload: not
- * dumpable (the workload cannot ptrace it or read its memory through
- * /proc), and as root only the capabilities the run needs, in the
- * bounding set too, so sbx-launch (exec'd as root) inherits no more:
- * chown and setuid/setgid to hand the workspace to the workload's uid,
- * dac_read_search to walk and snapshot what it wrote, fowner to clear the
- * set-id bits it left, kill to stop it, setpcap so the egress gateway it
- * starts can empty its bounding set before it drops to the sandbox uid;
- * dac_override is only permitted, raised just to create the run's cgroups
- * (a v1 hierarchy's root is mode 0555) and gone for good after. */
-static int isolate(struct run *r, struct sbx_error *e)
-{
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	r->dev_mode = geteuid() != 0;
-	if (r->dev_mode)
-		return 0;
-	capng_clear(CAPNG_SELECT_BOTH);
-	if (capng_updatev(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET, CAP_CHOWN,
-			  CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_SETPCAP, -1) != 0 ||
-	    capng_update(CAPNG_ADD, CAPNG_PERMITTED, CAP_DAC_OVERRIDE) != 0 || capng_apply(CAPNG_SELECT_BOTH) != 0) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "capabilities", "cannot narrow the supervisor's capabilities");
-		return -1;
-	}
-	return 0;
 }
 
 /* Who the workload runs as: as root, the workspace's own uid from
@@ -479,7 +452,7 @@ int main(int argc, char **argv)
 		if (optind < argc || !run_standby_placeholders())
 			sbx_cli_usage_error("sbx-run", "--standby reads its request from a socket on stdin, with fds 3-6 open");
 		struct sbx_run_limits defaults;
-		if (isolate(r, &e) != 0 || sbx_run_limit_defaults(&defaults, &e) != 0)
+		if (run_narrow_capabilities(r, &e) != 0 || sbx_run_limit_defaults(&defaults, &e) != 0)
 			sbx_die(&e);
 		run_hold_launch(r, "standby", &defaults, true);
 		run_settle_state_dir(r);
@@ -523,8 +496,10 @@ int main(int argc, char **argv)
 	if (standby) {
 		run_adopt_launch(r);
 	} else {
-		if (isolate(r, &e) != 0)
+		if (run_narrow_capabilities(r, &e) != 0) {
+			sbx_remove_tree(r->exec_dir); /* refused: nothing made for it stays */
 			sbx_die(&e);
+		}
 		run_hold_launch(r, r->req.execution_id, &r->req.limits, false);
 	}
 	if (r->dev_mode)
@@ -532,7 +507,7 @@ int main(int argc, char **argv)
 					      "not started as root: the workload runs as this uid inside bwrap's user "
 					      "namespace; dev mode is never a security boundary between supervisor and workload"));
 	else
-		run_event("mode", r, json_pack("{s:b}", "devMode", 0));
+		run_event("mode", r, json_pack("{s:b,s:O}", "devMode", 0, "missingCapabilities", r->missing_caps));
 	sigset_t mask = stop_signals();
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -570,6 +545,7 @@ int main(int argc, char **argv)
 	sbx_output_close(&r->out);
 	sbx_sandbox_close(&r->sb);
 	json_decref(r->outputs);
+	json_decref(r->missing_caps);
 	if (r->lease_fd >= 0)
 		close(r->lease_fd);
 	/* Nobody to cancel any more. */

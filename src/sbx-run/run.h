@@ -36,6 +36,9 @@ struct run {
 	long long platform_deadline_ms; /* the platform kills the job this long after start (0: none) */
 	bool stopped_for_platform; /* the platform deadline, not timeoutMs, ended the run */
 	bool dev_mode;             /* not started as root: no uid separation */
+	bool have_dac_override;    /* given: raised to make the cgroups */
+	bool dac_override_held;    /* effective for the run: stands in for a missing dac_read_search */
+	json_t *missing_caps;      /* [{capability, lost}] the run goes on without (capabilities.c) */
 	bool output_by_reference;  /* results name the stream files, never carry their text */
 	bool transient;            /* the caller takes the finished event: no result.json, no launch-spec.json */
 	struct sbx_signer signer;
@@ -72,6 +75,11 @@ int run_supervise(struct run *r, struct sbx_error *e);
 int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);
 /* devices.c: re-probes the requested chips and adds their fragment to the spec. */
 int run_devices_attach(struct run *r, struct sbx_error *e);
+
+/* capabilities.c: not dumpable; as root, the capabilities the run needs
+ * among those given (what is lost is warned of and listed in
+ * r->missing_caps); -1 with a remedy when an essential one is missing. */
+int run_narrow_capabilities(struct run *r, struct sbx_error *e);
 
 /* launch_hold.c: makes the cgroups for limits (named sbx-<pid>-<id>) and
  * forks the held first process; a failure waits in r->held_error. keep:
