@@ -70,6 +70,7 @@ struct server {
 	gid_t execution_gid;
 	uid_t workspace_uid_first;  /* each workspace its own uid from here (count 0: off) */
 	uint32_t workspace_uid_count;
+	json_t *supervisor_caps;     /* {missing: [{capability, lost}], error: string|null} as root, else null */
 	bool network_available;
 	char network_reason[256];
 	pthread_mutex_t lock;        /* active, seen ids, managed bookkeeping */

@@ -7,6 +7,7 @@
 #include "../lib/diag.h"
 #include "../lib/launch_spec.h"
 #include "../lib/run_as.h"
+#include "../lib/supervisor_caps.h"
 #include "../lib/workspace_uid.h"
 
 #include <pwd.h>
@@ -32,6 +33,24 @@ void info_execution_identity(struct server *s)
 		if (sbx_uid_range_from_env(&range, as.uid, &e) == 0 && range.count) {
 			s->workspace_uid_first = range.first;
 			s->workspace_uid_count = range.count;
+		}
+	}
+	/* What sbx-run will be given, checked as it checks it: said once here,
+	 * and in /health, rather than only in each run's first event. */
+	if (geteuid() == 0) {
+		struct sbx_supervisor_caps caps;
+		struct sbx_error ce;
+		if (sbx_supervisor_caps_check(&caps, &ce) == 0) {
+			size_t i;
+			json_t *m;
+			json_array_foreach(caps.missing, i, m)
+				sbx_diag("warning", "capability-missing", NULL, "sbx-run will run without %s: %s",
+					 json_string_value(json_object_get(m, "capability")),
+					 json_string_value(json_object_get(m, "lost")));
+			s->supervisor_caps = json_pack("{s:o,s:n}", "missing", caps.missing, "error");
+		} else {
+			sbx_diag_error(&ce); /* every run will be refused so: said now */
+			s->supervisor_caps = json_pack("{s:[],s:s}", "missing", "error", ce.message);
 		}
 	}
 	struct passwd *pw = getpwuid(s->execution_uid);
@@ -88,6 +107,7 @@ enum MHD_Result handle_health(struct req *r)
 	/* Extensions: the numeric identity, and the per-workspace uid range. */
 	json_object_set_new(body, "executionUid", json_integer(s->execution_uid));
 	json_object_set_new(body, "executionGid", json_integer(s->execution_gid));
+	json_object_set(body, "supervisorCapabilities", s->supervisor_caps ? s->supervisor_caps : json_null());
 	json_object_set_new(body, "workspaceUids",
 			    s->workspace_uid_count ? json_pack("{s:I,s:I}", "first", (json_int_t)s->workspace_uid_first,
 							       "last", (json_int_t)s->workspace_uid_first +

@@ -62,6 +62,31 @@ teardown() { httpd_teardown; }
     fi
 }
 
+@test "in a container's default capability set the daemon serves runs and says once, and in /health, what sbx-run lacks" {
+    [ "$(id -u)" -eq 0 ] || skip "as root only: otherwise nothing is narrowed"
+    httpd_stop
+    : > "$WORK/httpd.err"
+    default=-all,+chown,+dac_override,+fsetid,+fowner,+mknod,+net_raw,+setgid,+setuid,+setfcap,+setpcap,+net_bind_service,+sys_chroot,+kill,+audit_write
+    rm -f "$WORK/ready" && mkfifo "$WORK/ready"
+    setpriv --bounding-set "$default" "$SBX_BIN/sbx-httpd" --ready-fd 3 3>"$WORK/ready" 2>>"$WORK/httpd.err" &
+    HTTPD_PID=$!
+    read -r READY < "$WORK/ready"
+    BASE="http://127.0.0.1:$(jq -r .port <<< "$READY")"
+    run curl -sS "$BASE/health"
+    [ "$(jq -c '[.supervisorCapabilities.missing[].capability, .supervisorCapabilities.error]' <<< "$output")" = '["CAP_DAC_READ_SEARCH",null]' ]
+    [ "$(grep -c '"code":"capability-missing"' "$WORK/httpd.err")" = 1 ]
+    signed /execute-shell "$(shell_request capd 'mkdir -p h && chmod 000 h && id -u')"
+    [ "$status_code" = 200 ] && [ "$(jq -r .exitCode <<< "$output")" = 0 ]
+    signed /execute-shell "$(shell_request capd2 'echo again')"
+    [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = again ]
+    chmod 755 "$PROJECT/h"
+    # Full capabilities: nothing missing.
+    httpd_stop
+    httpd_start
+    run curl -sS "$BASE/health"
+    [ "$(jq -c .supervisorCapabilities <<< "$output")" = '{"missing":[],"error":null}' ]
+}
+
 @test "at startup, run directories whose sbx-run is gone are removed; one whose sbx-run lives is kept" {
     httpd_stop
     runs="$WORK/data/runner-executions/runs"

@@ -539,15 +539,25 @@ capped_run() {
     [ "$(r .workspaceSnapshot.files)" = 1 ] && [ "$(r .workspaceSnapshot.bytes)" = 5000 ]   # read through dac_override
     [ "$(jq -c 'select(.event == "mode") | [.missingCapabilities[].capability]' <<<"$output")" = '["CAP_DAC_READ_SEARCH"]' ]
     [[ "$stderr" == *'"code":"capability-missing"'*"dac_override stands in"* ]]
+    # The next run walks the mode-000 directory before it (sbx-launch's
+    # ownership walk, the quota, the scans) under the same set.
+    capped_run "$default" cap1b 'head -c 100 /dev/zero > more; echo again'
+    assert_success
+    [ "$(r .stdout)" = again ] && [ "$(r .workspaceSnapshot.bytes)" = 5100 ]
     chmod 755 "$WS/hidden"
     # Nothing missing: nothing said.
     sbx_run cap2 shell true
     assert_success
     [ "$(jq -c 'select(.event == "mode") | .missingCapabilities' <<<"$output")" = '[]' ]
-    # Without setpcap the bounding set stays as given: said, and the run goes on.
-    capped_run -setpcap cap3 true
+    # Without setpcap the bounding set stays as given: accepted, and said,
+    # only when it holds no more than the run needs.
+    capped_run -all,+chown,+dac_read_search,+fowner,+setuid,+setgid,+kill,+dac_override cap3 true
     assert_success
     [ "$(jq -r 'select(.event == "mode") | .missingCapabilities[0].capability' <<<"$output")" = CAP_SETPCAP ]
+    capped_run -setpcap cap4 true
+    assert_failure 4
+    [[ "$stderr" == *"without CAP_SETPCAP, so it cannot narrow its bounding set, which holds "*CAP_SYS_ADMIN*"--cap-add SETPCAP"* ]] || fail "$stderr"
+    [ ! -e "$STATE/cap4" ]
 }
 
 @test "capabilities: an essential one missing is refused with a remedy naming it, and nothing is left" {
@@ -560,4 +570,8 @@ capped_run() {
         [[ "$stderr" == *"sbx-run runs as root without $name, which it needs to "*"--cap-add ${name#CAP_}"* ]] || fail "$caps: $stderr"
         [ ! -e "$STATE/ess${caps//[^a-z]/}" ]
     done
+    # Root whose exec'd children would hold nothing: refused, said why.
+    run --separate-stderr setpriv --securebits +noroot "$SBX_BIN/sbx-run" --state-dir "$STATE" - <<<"$(request essnoroot shell true)"
+    assert_failure 4
+    [[ "$stderr" == *SECBIT_NOROOT* ]] && [ ! -e "$STATE/essnoroot" ]
 }
