@@ -23,13 +23,12 @@ int run_narrow_capabilities(struct run *r, struct sbx_error *e)
 	struct sbx_supervisor_caps caps;
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	r->dev_mode = geteuid() != 0;
-	json_decref(r->missing_caps);
-	r->missing_caps = json_array();
-	if (r->dev_mode)
+	if (r->dev_mode) {
+		r->missing_caps = json_array();
 		return 0;
+	}
 	if (sbx_supervisor_caps_check(&caps, e) != 0)
 		return -1;
-	json_decref(r->missing_caps);
 	r->missing_caps = caps.missing;
 	r->have_dac_override = caps.have_dac_override;
 	r->dac_override_held = caps.dac_override_held;
