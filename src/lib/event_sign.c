@@ -71,26 +71,68 @@ static void hmac_hex(const unsigned char *key, size_t key_len, const char *text,
 	out[64] = '\0';
 }
 
-char *sbx_signer_line(struct sbx_signer *s, json_t *event)
+char *sbx_signed_json(const unsigned char *key, size_t key_len, json_t *obj, char mac_out[65])
 {
-	json_object_set_new(event, "seq", json_integer((json_int_t)++s->seq));
-	if (s->enabled)
-		json_object_set_new(event, "prev", json_string(s->prev));
-	char *text = json_dumps(event, JSON_COMPACT);
-	if (!text || !s->enabled)
-		return text;
+	char *text = json_dumps(obj, JSON_COMPACT);
+	if (!text)
+		return NULL;
 	size_t n = strlen(text);
 	char mac[65];
-	hmac_hex(s->key, s->key_len, text, n, mac);
+	hmac_hex(key, key_len, text, n, mac);
 	char *line = malloc(n + sizeof(MAC_FIELD) + 64 + 2);
 	if (line) {
 		/* {...} becomes {...,"mac":"<hex>"}: the MAC covers all before it. */
 		memcpy(line, text, n - 1);
 		snprintf(line + n - 1, sizeof(MAC_FIELD) + 64 + 3, "%s%s\"}", MAC_FIELD, mac);
-		memcpy(s->prev, mac, sizeof(s->prev));
+		if (mac_out)
+			memcpy(mac_out, mac, 65);
 	}
 	free(text);
 	return line;
+}
+
+char *sbx_signer_line(struct sbx_signer *s, json_t *event)
+{
+	json_object_set_new(event, "seq", json_integer((json_int_t)++s->seq));
+	if (s->enabled)
+		json_object_set_new(event, "prev", json_string(s->prev));
+	if (!s->enabled)
+		return json_dumps(event, JSON_COMPACT);
+	return sbx_signed_json(s->key, s->key_len, event, s->prev);
+}
+
+int sbx_signer_from_bytes(struct sbx_signer *s, const unsigned char *key, size_t len, struct sbx_error *e)
+{
+	return take_key(s, (const char *)key, len, "signingKey", e);
+}
+
+json_t *sbx_verify_signed(char *text, size_t len, const unsigned char *key, size_t key_len, char hex_out[65],
+			  const char **why)
+{
+	char *at = len > 70 ? text + len - 66 - (sizeof(MAC_FIELD) - 1) : NULL;
+	if (!at || strncmp(at, MAC_FIELD, sizeof(MAC_FIELD) - 1) || strncmp(text + len - 2, "\"}", 2)) {
+		*why = "no MAC at the end";
+		return NULL;
+	}
+	char *hex = at + sizeof(MAC_FIELD) - 1, expected[65];
+	/* The signed text: everything before ,"mac": with the brace back. */
+	size_t text_len = (size_t)(at - text);
+	char saved = text[text_len];
+	text[text_len] = '}';
+	hmac_hex(key, key_len, text, text_len + 1, expected);
+	int mac_ok = CRYPTO_memcmp(expected, hex, 64) == 0;
+	json_t *v = mac_ok ? json_loadb(text, text_len + 1, JSON_REJECT_DUPLICATES, NULL) : NULL;
+	text[text_len] = saved;
+	memcpy(hex_out, hex, 64);
+	hex_out[64] = '\0';
+	if (!mac_ok)
+		*why = "MAC mismatch: the text was altered or signed with another key";
+	else if (!json_is_object(v)) {
+		*why = "the signed text is not a JSON object";
+		json_decref(v);
+		v = NULL;
+	}
+	return v;
 }
 
 static json_t *broken(size_t line, const char *reason)
@@ -109,25 +151,13 @@ json_t *sbx_verify_stream(FILE *in, const unsigned char *key, size_t key_len)
 		number++;
 		while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r'))
 			line[--got] = '\0';
-		char *at = got > 70 ? line + got - 66 - (sizeof(MAC_FIELD) - 1) : NULL;
-		if (!at || strncmp(at, MAC_FIELD, sizeof(MAC_FIELD) - 1) || strcmp(line + got - 2, "\"}")) {
-			verdict = broken(number, "no MAC at the end of the line");
+		char hex[65];
+		const char *why = NULL;
+		json_t *ev = sbx_verify_signed(line, (size_t)got, key, key_len, hex, &why);
+		if (!ev) {
+			verdict = broken(number, why);
 			break;
-		}
-		char *hex = at + sizeof(MAC_FIELD) - 1, expected[65];
-		/* The signed text: everything before ,"mac": with the brace back. */
-		size_t text_len = (size_t)(at - line);
-		char saved = line[text_len];
-		line[text_len] = '}';
-		hmac_hex(key, key_len, line, text_len + 1, expected);
-		int mac_ok = CRYPTO_memcmp(expected, hex, 64) == 0;
-		json_t *ev = mac_ok ? json_loadb(line, text_len + 1, JSON_REJECT_DUPLICATES, NULL) : NULL;
-		line[text_len] = saved;
-		if (!mac_ok)
-			verdict = broken(number, "MAC mismatch: the line was altered or signed with another key");
-		else if (!ev)
-			verdict = broken(number, "the signed text is not a JSON object");
-		else if (json_integer_value(json_object_get(ev, "seq")) != (json_int_t)number)
+		} else if (json_integer_value(json_object_get(ev, "seq")) != (json_int_t)number)
 			verdict = broken(number, "sequence gap: a line was dropped, added or reordered");
 		else if (strcmp(json_string_value(json_object_get(ev, "prev")) ? json_string_value(json_object_get(ev, "prev")) : "?", prev))
 			verdict = broken(number, "chain broken: prev is not the MAC of the line before");

@@ -33,6 +33,19 @@ int sbx_signer_from_file(struct sbx_signer *s, const char *path, struct sbx_erro
  * key the line carries seq only. */
 char *sbx_signer_line(struct sbx_signer *s, json_t *event);
 
+/* The key from memory (a run document's signingKey). */
+int sbx_signer_from_bytes(struct sbx_signer *s, const unsigned char *key, size_t len, struct sbx_error *e);
+
+/* obj as compact JSON with ,"mac":"<hex>" over the text before it (the
+ * scheme of event lines, for one document such as a manifest); the MAC
+ * also into mac_out when not NULL. free() it. */
+char *sbx_signed_json(const unsigned char *key, size_t key_len, json_t *obj, char mac_out[65]);
+/* The object of such a text when its MAC verifies (hex_out gets the MAC
+ * it carries), else NULL with why. text (len bytes, no newline) is
+ * changed and restored. */
+json_t *sbx_verify_signed(char *text, size_t len, const unsigned char *key, size_t key_len, char hex_out[65],
+			  const char **why);
+
 /* Checks a stream line by line; {ok, events} or {ok:false, line, reason}. */
 json_t *sbx_verify_stream(FILE *in, const unsigned char *key, size_t key_len);
 

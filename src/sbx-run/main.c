@@ -5,6 +5,7 @@
 #include "run.h"
 #include "../lib/atomic_file.h"
 #include "../lib/cli.h"
+#include "../lib/clock.h"
 #include "../lib/datadir.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
@@ -57,7 +58,11 @@ static void usage(FILE *out)
 		"                        socket on stdin (its directories as SCM_RIGHTS, placed at fds\n"
 		"                        3-6, which must be open placeholders); EOF with none: exit 0\n"
 		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n"
-		"  --platform-deadline-ms N  the platform ends this job N ms after sbx-run starts\n"
+		"  --bootstrap URL       job mode: fetch the run document from URL (or MAPI_BOOTSTRAP_URL),\n"
+		"                        delete it, run it, upload outputs, media and a signed manifest\n"
+		"                        (MAPI_RUN_ID and MAPI_NONCE must name the run; see JOB MODE)\n"
+		"  --keep-scratch        job mode: keep the execution directory and scratch at exit\n"
+		"  --platform-deadline-ms N, --deadline-ms N  the platform ends this job N ms after sbx-run starts\n"
 		"                        (a job's wall clock; timeoutMs stays exact)\n"
 		"  --deadline-reserve-ms N  SIGTERM this long before the platform deadline\n"
 		"                        (default 15000, at most half of it)\n"
@@ -196,6 +201,12 @@ static int execute(struct run *r, struct sbx_error *e)
 	if (queued) {
 		sigset_t mask = stop_signals();
 		sigprocmask(SIG_BLOCK, &mask, NULL);
+		if (r->lease_fd >= 0 && was_cancelled() && r->job) {
+			run_job_terminated(r);
+			r->timed_out = r->stopped_for_platform = true;
+			sbx_error_set(e, SBX_EXIT_TIMEOUT, "platform-terminated", "stopped by the platform (SIGTERM) while waiting for the workspace lease");
+			return fail(r, e);
+		}
 		if (r->lease_fd >= 0 && was_cancelled()) {
 			sbx_error_set(e, SBX_EXIT_CANCELLED, "cancelled", "cancelled while waiting for the workspace lease");
 			r->cancelled = true;
@@ -319,7 +330,11 @@ static int execute(struct run *r, struct sbx_error *e)
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
 		fail(r, e);
 	} else if (r->timed_out) {
-		if (r->stopped_for_platform)
+		if (r->job && r->job->terminated_ms)
+			sbx_error_set(e, SBX_EXIT_TIMEOUT, "platform-terminated",
+				      "%s execution stopped by the platform (SIGTERM); what it left was uploaded",
+				      sbx_run_language_title(r->req.language));
+		else if (r->stopped_for_platform)
 			sbx_error_set(e, SBX_EXIT_TIMEOUT, "platform-deadline",
 				      "%s execution stopped %d ms before the platform deadline of %lld ms",
 				      sbx_run_language_title(r->req.language), r->reserve_ms, r->platform_deadline_ms);
@@ -356,6 +371,9 @@ int main(int argc, char **argv)
 		{ "grace-ms", required_argument, NULL, 'g' },
 		{ "deadline-reserve-ms", required_argument, NULL, 'R' },
 		{ "platform-deadline-ms", required_argument, NULL, 'P' },
+		{ "deadline-ms", required_argument, NULL, 'P' },
+		{ "bootstrap", required_argument, NULL, 'B' },
+		{ "keep-scratch", no_argument, NULL, 'X' },
 		{ "signing-key-fd", required_argument, NULL, 'k' },
 		{ "signing-key-file", required_argument, NULL, 'K' },
 		{ "egress-dir", required_argument, NULL, 'E' },
@@ -368,7 +386,7 @@ int main(int argc, char **argv)
 	static struct run run;
 	struct run *r = &run;
 	struct sbx_error e;
-	const char *state = NULL, *store = NULL, *egress = NULL;
+	const char *state = NULL, *store = NULL, *egress = NULL, *bootstrap = NULL;
 	bool no_snapshot = false, standby = false;
 	int c;
 
@@ -380,6 +398,7 @@ int main(int argc, char **argv)
 			sbx_cli_usage_error("sbx-run", "cancel takes one EXECUTION-DIR");
 		return run_cancel_command(argv[2]);
 	}
+	r->started_mono_ms = sbx_mono_ms();
 	r->grace_ms = 5000;
 	r->reserve_ms = 15000;
 	r->worker.fd = r->worker.sandbox_end = r->worker.scratch_fd = -1;
@@ -411,6 +430,8 @@ int main(int argc, char **argv)
 				sbx_die(&e);
 			break;
 		case 'E': egress = optarg; break;
+		case 'B': bootstrap = optarg; break;
+		case 'X': r->keep_scratch = true; break;
 		case 'D':
 			if (r->n_egress_resolve == RUN_MAX_RESOLVE)
 				sbx_cli_usage_error("sbx-run", "--egress-resolve: at most 16");
@@ -426,6 +447,10 @@ int main(int argc, char **argv)
 		sbx_cli_usage_error("sbx-run", "at most one REQUEST argument");
 	if (no_snapshot && store)
 		sbx_cli_usage_error("sbx-run", "--no-snapshot and --snapshot-store exclude each other");
+	bool job = bootstrap || (getenv("MAPI_BOOTSTRAP_URL") && *getenv("MAPI_BOOTSTRAP_URL"));
+	if (job && (standby || optind < argc || no_snapshot))
+		sbx_cli_usage_error("sbx-run", "job mode reads its request from the bootstrap URL, keeps media in the "
+					       "snapshot store and cannot be a standby (no REQUEST, --no-snapshot or --standby)");
 	char data[PATH_MAX];
 	int n = -1;
 	if (state)
@@ -466,6 +491,10 @@ int main(int argc, char **argv)
 		}
 		doc = text ? sbx_json_parse(text, len, "request", &e) : NULL;
 		free(text);
+	} else if (job) {
+		doc = run_job_bootstrap(r, bootstrap, &e);
+		if (r->job)
+			r->job->started_ms = r->started_mono_ms;
 	} else {
 		doc = sbx_json_load(optind < argc ? argv[optind] : "-", REQUEST_CAP, &e);
 	}
@@ -523,7 +552,11 @@ int main(int argc, char **argv)
 	else
 		execute(r, &e);
 
-	/* 4. The result, durable (unless --transient) before the lease goes. */
+	/* 4. A job's reported media and checkpoints go up (its outputs went
+	 * as they were collected); the result, durable (unless --transient)
+	 * before the lease goes; a job's signed manifest. */
+	if (r->job)
+		run_job_upload_reported(r);
 	json_t *result = run_result(r);
 	if (run_write_result(r, result, &e) != 0) {
 		sbx_diag_error(&e);
@@ -536,6 +569,8 @@ int main(int argc, char **argv)
 					  WIFSIGNALED(r->wait_status) || r->worker.error);
 	if (status == SBX_EXIT_OK && workload_failed)
 		status = SBX_EXIT_WORKLOAD;
+	if (r->job)
+		status = run_job_manifest(r, result, status);
 	/* The status this process exits with, said now: a caller need not
 	 * wait for the exit (only clean-up follows) to act on the result. */
 	run_event("finished", r, json_pack("{s:O,s:i}", "result", result, "status", status));
@@ -557,5 +592,8 @@ int main(int argc, char **argv)
 	worker_close(&r->worker);
 	sbx_spawn_discard(&r->held); /* a run that never launched */
 	sbx_cgroup_remove(&r->cg);
+	if (r->job && !r->keep_scratch)
+		sbx_remove_tree(r->exec_dir); /* the job's results are in the store now */
+	run_job_free(r);
 	return status;
 }

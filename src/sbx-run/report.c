@@ -55,21 +55,6 @@ static json_t *stream_text(const char *path)
 	return v;
 }
 
-static const char *failure_class(const struct run *r)
-{
-	switch (r->exit_code) {
-	case 0: return NULL;
-	case 6: return "resource-exhausted";
-	case 7: return "timeout";
-	case 8: return "sandbox-violation";
-	case 9: return "integrity";
-	case 10: return "cancelled";
-	case 2: return "user";
-	case 3: return "policy";
-	default: return "infra";
-	}
-}
-
 json_t *run_result(struct run *r)
 {
 	json_t *created = json_array(), *modified = json_array(), *deleted = json_array();
@@ -82,7 +67,7 @@ json_t *run_result(struct run *r)
 		exit_code = json_integer(128 + WTERMSIG(r->wait_status));
 	else if (r->ran && WIFEXITED(r->wait_status))
 		exit_code = json_integer(WEXITSTATUS(r->wait_status));
-	const char *cls = failure_class(r);
+	const char *cls = run_failure_class_of(r->exit_code);
 	json_t *env = json_object_get(r->provenance, "env");
 	json_t *res = json_pack(
 		"{s:s,s:s,s:o,s:b,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:O,s:O,s:O,s:o}",

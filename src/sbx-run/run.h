@@ -7,6 +7,8 @@
 #include "worker.h"
 #include "../lib/cgroup_limits.h"
 #include "../lib/event_sign.h"
+#include "../lib/object_store.h"
+#include "../lib/run_document.h"
 #include "../lib/run_output.h"
 #include "../lib/run_request.h"
 #include "../lib/run_as.h"
@@ -17,6 +19,17 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/* Job mode: the run document and what has been uploaded (job.c). */
+struct run_job {
+	struct sbx_run_document doc;
+	struct sbx_store store;
+	long long started_ms;     /* sbx_mono_ms() at sbx-run's start: the platform deadline counts from it */
+	long long terminated_ms;  /* the platform's SIGTERM (sbx_mono_ms), 0: none */
+	bool uploading;
+	json_t *outputs, *media, *checkpoints; /* [{path, key, size, sha256}] uploaded */
+	struct sbx_error failed;  /* the first upload that failed (exit_code 0: none) */
+};
 
 struct run {
 	struct sbx_run_request req;
@@ -54,6 +67,7 @@ struct run {
 	struct sbx_spawn_holder held; /* the sandbox's first process, forked at the start */
 	struct sbx_error held_error;  /* why the cgroups or the hold failed (exit_code 0: they did not) */
 	long long started_at_ms, finished_at_ms;
+	long long started_mono_ms; /* sbx_mono_ms() when sbx-run started: a platform deadline counts from it */
 	int wait_status;
 	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
 	uint64_t quota_bytes;
@@ -63,6 +77,8 @@ struct run {
 	bool too_deep;          /* the workspace nested deeper than that during the run */
 	json_t *snapshot;          /* the sbx-snap receipt, or null */
 	char error[1024];          /* the failure's message, "" when none */
+	struct run_job *job;       /* job mode (--bootstrap, MAPI_BOOTSTRAP_URL), else NULL */
+	bool keep_scratch;         /* job mode: the execution directory stays */
 	int exit_code;             /* sbx-run's own status */
 };
 
@@ -99,6 +115,22 @@ int run_verify_command(int argc, char **argv);
 bool run_standby_placeholders(void);
 /* The request from the socket on stdin (at most cap bytes, NUL-ended). */
 char *run_standby_request(size_t cap, size_t *len, struct sbx_error *e);
+
+/* job.c: the run document fetched, claimed, deleted and validated; the
+ * execution request it holds, or NULL (e says why, with its class). */
+json_t *run_job_bootstrap(struct run *r, const char *url, struct sbx_error *e);
+/* The platform's SIGTERM: a timeout-class end; uploads get the reserve. */
+void run_job_terminated(struct run *r);
+/* One output streamed up (rec: {path, key, size, sha256}). */
+int run_job_output(struct run *r, int fd, const char *rel, uint64_t size, json_t **rec, struct sbx_error *e);
+/* The media and checkpoints the worker reported, from the store. */
+void run_job_upload_reported(struct run *r);
+void run_job_free(struct run *r);
+/* job_manifest.c: the signed manifest PUT; returns the exit status, made
+ * infra (integrity) when results did not land, and marks result so. */
+int run_job_manifest(struct run *r, json_t *result, int status);
+/* The failure class of an exit status (NULL for 0). */
+const char *run_failure_class_of(int status);
 
 /* report.c */
 long long run_now_ms(void);

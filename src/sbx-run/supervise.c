@@ -82,7 +82,7 @@ int run_supervise(struct run *r, struct sbx_error *e)
 	 * most half of it), so the worker can flush a checkpoint in the grace. */
 	if (r->platform_deadline_ms) {
 		long long half = r->platform_deadline_ms / 2;
-		long long platform = start + r->platform_deadline_ms - (r->reserve_ms < half ? r->reserve_ms : half);
+		long long platform = r->started_mono_ms + r->platform_deadline_ms - (r->reserve_ms < half ? r->reserve_ms : half);
 		if (!deadline || platform < deadline) {
 			deadline = platform;
 			r->stopped_for_platform = true; /* reported only if it is what ends the run */
@@ -134,7 +134,12 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		if (p[P_SIGNAL].revents) {
 			struct signalfd_siginfo si;
 			if (read(r->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) && !exited) {
-				r->cancelled = !r->timed_out && !r->quota_hit && !r->too_deep;
+				if (r->job && !r->timed_out && !r->quota_hit && !r->too_deep) {
+					r->timed_out = r->stopped_for_platform = true; /* the platform ends the job */
+					run_job_terminated(r);
+				} else if (!r->job) {
+					r->cancelled = !r->timed_out && !r->quota_hit && !r->too_deep;
+				}
 				stop(r, false, &grace_end);
 			}
 		}

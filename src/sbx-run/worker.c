@@ -6,6 +6,7 @@
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
+#include "../lib/json.h"
 #include "../lib/snap_store.h"
 
 #include <dirent.h>
@@ -36,6 +37,7 @@ int worker_open(struct run *r, uid_t uid, gid_t gid, bool chown_scratch, struct 
 	int pair[2];
 
 	w->media = json_array();
+	w->checkpoints = json_array();
 	sbx_channel_init(&w->channel, r->req.caps.frame_bytes);
 	snprintf(w->scratch, sizeof(w->scratch), "%s/scratch", r->exec_dir);
 	/* All made first, then handed over: the supervisor keeps no right to
@@ -201,8 +203,7 @@ static int on_message(json_t *m, const char *type, void *arg)
 		json_object_del(rec, "type");
 		json_object_set_new(rec, "digest", json_string(digest));
 		json_object_set_new(rec, "size", json_integer((json_int_t)size));
-		if (media)
-			json_array_append(w->media, rec);
+		json_array_append(media ? w->media : w->checkpoints, rec);
 		char name[48];
 		snprintf(name, sizeof(name), "worker.%s", type);
 		run_event(name, r, rec);
@@ -302,6 +303,24 @@ static void collect(struct run *r, int dirfd, const char *prefix, json_t *files,
 		uint64_t size = 0;
 		struct sbx_error e = { 0 };
 		uint64_t room = r->req.caps.output_bytes > *total ? r->req.caps.output_bytes - *total : 0;
+		if (r->job && fd >= 0) { /* streamed to the store of the job, not copied here */
+			json_t *rec = NULL;
+			size = (uint64_t)st.st_size;
+			bool fits = size <= room;
+			if (fits && run_job_output(r, fd, rel, size, &rec, &e) == 0) {
+				*total += size;
+				json_array_append_new(files, rec);
+			} else {
+				*complete = false;
+				if (!fits)
+					stop_with(&r->worker, WORKER_EXHAUSTED, "%s", "outputs larger than caps.outputBytes");
+				else if (e.exit_code == SBX_EXIT_VIOLATION)
+					run_event("warning", r, json_pack("{s:s,s:s,s:o}", "code", "output-skipped", "message", e.message,
+									  "path", sbx_json_string_lossy(rel)));
+			}
+			close(fd);
+			continue;
+		}
 		if (fd < 0 || room == 0 || !r->store[0] || sbx_snap_store_fd(r->store, fd, room, digest, &size, &e) != 0) {
 			*complete = false;
 			if (fd >= 0)
@@ -355,5 +374,6 @@ void worker_close(struct worker *w)
 	json_decref(w->result);
 	json_decref(w->error);
 	json_decref(w->media);
-	w->pending_progress = w->result = w->error = w->media = NULL;
+	json_decref(w->checkpoints);
+	w->pending_progress = w->result = w->error = w->media = w->checkpoints = NULL;
 }

@@ -28,6 +28,7 @@ struct worker {
 	long long last_progress_ms;
 	json_t *result, *error; /* the terminal message */
 	json_t *media;          /* [{path, kind, caption, digest, size}] */
+	json_t *checkpoints;    /* [{path, digest, size, ...}] in report order */
 	enum worker_outcome outcome;
 	char why[512];
 };

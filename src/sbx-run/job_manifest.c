@@ -1,0 +1,98 @@
+/* job_manifest.c — a job's signed OutputManifest: every output's key, size
+ * and sha256, the media and checkpoints, the final state and the event
+ * chain's last MAC, MAC'd like an event line and PUT to its presigned URL. */
+#include "run.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+const char *run_failure_class_of(int status)
+{
+	switch (status) {
+	case SBX_EXIT_OK: return NULL;
+	case SBX_EXIT_WORKLOAD:
+	case SBX_EXIT_USAGE: return "user";
+	case SBX_EXIT_POLICY: return "policy";
+	case SBX_EXIT_RESOURCE: return "resource-exhausted";
+	case SBX_EXIT_TIMEOUT: return "timeout";
+	case SBX_EXIT_VIOLATION: return "sandbox-violation";
+	case SBX_EXIT_INTEGRITY: return "integrity";
+	case SBX_EXIT_CANCELLED: return "cancelled";
+	default: return "infra";
+	}
+}
+
+/* A run that was fine so far ends as infra when its results did not land. */
+static int worse(int status, const struct sbx_error *e)
+{
+	if (status != SBX_EXIT_OK && status != SBX_EXIT_WORKLOAD)
+		return status;
+	return e->exit_code == SBX_EXIT_INTEGRITY ? SBX_EXIT_INTEGRITY : SBX_EXIT_INTERNAL;
+}
+
+static void mark_result(json_t *result, int status, const struct sbx_error *e)
+{
+	const char *cls = run_failure_class_of(status);
+	json_object_set_new(result, "failureClass", cls ? json_string(cls) : json_null());
+	if (json_is_null(json_object_get(result, "error")) || !json_object_get(result, "error"))
+		json_object_set_new(result, "error", json_string(e->message));
+}
+
+static json_t *build(struct run *r, json_t *result, int status, bool partial)
+{
+	struct run_job *j = r->job;
+	const char *cls = run_failure_class_of(status);
+	json_t *outputs = json_object_get(r->outputs, "files");
+	bool complete = json_is_true(json_object_get(r->outputs, "complete")) && !j->failed.exit_code &&
+			json_array_size(j->outputs) == json_array_size(outputs);
+	json_t *m = json_pack("{s:i,s:s,s:s,s:s,s:b,s:o,s:i,s:O,s:O,s:O,s:O,s:b}",
+		"manifestVersion", 1, "runId", j->doc.run_id, "executionId", r->req.execution_id,
+		"state", status == SBX_EXIT_OK ? "completed" : "failed", "partial", partial,
+		"failureClass", cls ? json_string(cls) : json_null(), "exitStatus", status,
+		"exitCode", json_object_get(result, "exitCode"), "outputs", j->outputs, "media", j->media,
+		"checkpoints", j->checkpoints, "outputsComplete", complete);
+	json_object_set(m, "error", json_object_get(result, "error"));
+	json_object_set(m, "startedAt", json_object_get(result, "startedAt"));
+	json_object_set(m, "finishedAt", json_object_get(result, "finishedAt"));
+	json_object_set_new(m, "deadline", json_object_get(result, "deadline") ? json_incref(json_object_get(result, "deadline"))
+									     : json_null());
+	json_object_set_new(m, "events", json_pack("{s:I,s:s}", "count", (json_int_t)r->signer.seq, "lastMac", r->signer.prev));
+	json_object_set_new(m, "supervisor", json_pack("{s:s,s:s,s:o}", "program", "sbx-run", "version", SBX_VERSION,
+						      "image", j->doc.image ? json_string(j->doc.image) : json_null()));
+	json_t *snap = json_object_get(result, "workspaceSnapshot");
+	json_object_set_new(m, "workspaceSnapshot", json_is_object(snap) ? json_incref(json_object_get(snap, "digest")) : json_null());
+	return m;
+}
+
+int run_job_manifest(struct run *r, json_t *result, int status)
+{
+	struct run_job *j = r->job;
+	struct sbx_error e;
+	if (j->failed.exit_code) {
+		status = worse(status, &j->failed);
+		mark_result(result, status, &j->failed);
+	}
+	bool partial = r->timed_out || r->cancelled || j->terminated_ms || j->failed.exit_code ||
+		       !json_is_true(json_object_get(r->outputs, "complete"));
+	json_t *m = build(r, result, status, partial);
+	char mac[65] = "";
+	char *text = sbx_signed_json(j->doc.key, j->doc.key_len, m, mac);
+	json_decref(m);
+	int rc = text ? sbx_store_put(&j->store, j->doc.manifest_url, text, strlen(text), "application/json", &e) : -1;
+	if (!text)
+		sbx_error_set(&e, SBX_EXIT_INTERNAL, "manifest-failed", "the manifest could not be made");
+	free(text);
+	if (rc != 0) {
+		sbx_error_prefix(&e, "writing the manifest");
+		sbx_diag("error", e.code, NULL, "%s", e.message);
+		status = worse(status, &e);
+		mark_result(result, status, &e);
+	}
+	run_event("manifest", r, json_pack("{s:b,s:b,s:s,s:s}", "written", rc == 0, "partial", partial,
+					   "state", status == SBX_EXIT_OK ? "completed" : "failed", "mac", mac));
+	return status;
+}
