@@ -166,9 +166,11 @@ static int upload(struct run *r, const struct sbx_post_grant *g, const char *kin
 	}
 	*rec = json_pack("{s:s,s:s,s:I,s:s}", "path", name, "key", key, "size", (json_int_t)size, "sha256", sha);
 	free(key);
-	json_t *ev = json_deep_copy(*rec);
-	json_object_set_new(ev, "kind", json_string(kind));
-	run_event("upload", r, ev);
+	if (strcmp(kind, "media")) { /* a media item has its own event */
+		json_t *ev = json_deep_copy(*rec);
+		json_object_set_new(ev, "kind", json_string(kind));
+		run_event("upload", r, ev);
+	}
 	return 0;
 }
 

@@ -93,6 +93,6 @@ int run_job_manifest(struct run *r, json_t *result, int status)
 		mark_result(result, status, &e);
 	}
 	run_event("manifest", r, json_pack("{s:b,s:b,s:s,s:s}", "written", rc == 0, "partial", partial,
-					   "state", status == SBX_EXIT_OK ? "completed" : "failed", "mac", mac));
+					   "state", status == SBX_EXIT_OK ? "completed" : "failed", "manifestMac", mac));
 	return status;
 }
