@@ -68,10 +68,45 @@ static json_t *build(struct run *r, json_t *result, int status, bool partial)
 	return m;
 }
 
+/* Signed and PUT; 0 or -1 with e. */
+static int put_manifest(struct run *r, json_t *m, char mac[65], struct sbx_error *e)
+{
+	struct run_job *j = r->job;
+	char *text = sbx_signed_json(j->doc.key, j->doc.key_len, m, mac);
+	int rc = text ? sbx_store_put(&j->store, j->doc.manifest_url, text, strlen(text), "application/json", e) : -1;
+	if (!text)
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "manifest-failed", "the manifest could not be made");
+	free(text);
+	if (rc != 0)
+		sbx_error_prefix(e, "writing the manifest");
+	return rc;
+}
+
+int run_job_manifest_start(struct run *r, struct sbx_error *e)
+{
+	struct run_job *j = r->job;
+	char mac[65] = "";
+	json_t *m = json_pack("{s:i,s:s,s:s,s:s,s:b,s:n,s:n,s:n,s:[],s:[],s:[],s:b}", "manifestVersion", 1, "runId",
+			      j->doc.run_id, "executionId", r->req.execution_id, "state", "running", "partial", 1,
+			      "failureClass", "exitStatus", "exitCode", "outputs", "media", "checkpoints",
+			      "outputsComplete", 0);
+	json_object_set_new(m, "events", json_pack("{s:I,s:s}", "count", (json_int_t)r->signer.seq, "lastMac", r->signer.prev));
+	int rc = put_manifest(r, m, mac, e);
+	json_decref(m);
+	if (rc != 0) {
+		/* A dead manifest grant: nothing runs and nothing else is sent. */
+		j->failed = *e;
+		j->manifest_refused = true;
+	}
+	return rc;
+}
+
 int run_job_manifest(struct run *r, json_t *result, int status)
 {
 	struct run_job *j = r->job;
 	struct sbx_error e;
+	if (j->manifest_refused)
+		return status == SBX_EXIT_OK || status == SBX_EXIT_WORKLOAD ? SBX_EXIT_INTERNAL : status;
 	if (j->failed.exit_code) {
 		status = worse(status, &j->failed);
 		mark_result(result, status, &j->failed);
@@ -80,14 +115,9 @@ int run_job_manifest(struct run *r, json_t *result, int status)
 		       !json_is_true(json_object_get(r->outputs, "complete"));
 	json_t *m = build(r, result, status, partial);
 	char mac[65] = "";
-	char *text = sbx_signed_json(j->doc.key, j->doc.key_len, m, mac);
+	int rc = put_manifest(r, m, mac, &e);
 	json_decref(m);
-	int rc = text ? sbx_store_put(&j->store, j->doc.manifest_url, text, strlen(text), "application/json", &e) : -1;
-	if (!text)
-		sbx_error_set(&e, SBX_EXIT_INTERNAL, "manifest-failed", "the manifest could not be made");
-	free(text);
 	if (rc != 0) {
-		sbx_error_prefix(&e, "writing the manifest");
 		sbx_diag("error", e.code, NULL, "%s", e.message);
 		status = worse(status, &e);
 		mark_result(result, status, &e);

@@ -547,7 +547,7 @@ int main(int argc, char **argv)
 	if (sbx_run_as_resolve(NULL, &who, &e) != 0 || workload_identity(r, &who, &workload, &e) != 0 ||
 	    worker_open(r, workload.uid, workload.gid, who.switch_user, &e) != 0 || run_egress_acquire(r, &who, &e) != 0)
 		fail(r, &e);
-	else if (record_spec(r, &e) != 0)
+	else if (record_spec(r, &e) != 0 || (r->job && run_job_manifest_start(r, &e) != 0))
 		fail(r, &e);
 	else
 		execute(r, &e);

@@ -29,6 +29,7 @@ struct run_job {
 	bool uploading;
 	json_t *outputs, *media, *checkpoints; /* [{path, key, size, sha256}] uploaded */
 	struct sbx_error failed;  /* the first upload that failed (exit_code 0: none) */
+	bool manifest_refused;    /* the first manifest PUT failed: nothing ran */
 };
 
 struct run {
@@ -129,6 +130,9 @@ void run_job_free(struct run *r);
 /* job_manifest.c: the signed manifest PUT; returns the exit status, made
  * infra (integrity) when results did not land, and marks result so. */
 int run_job_manifest(struct run *r, json_t *result, int status);
+/* Before the workload: a manifest marked running, which proves the grant
+ * (a job killed outright leaves it saying so); -1: the job ends as infra. */
+int run_job_manifest_start(struct run *r, struct sbx_error *e);
 /* The failure class of an exit status (NULL for 0). */
 const char *run_failure_class_of(int status);
 
