@@ -7,6 +7,21 @@ libssl-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libcmocka-dev bats
 bats-support bats-assert scdoc curl python3 util-linux passwd openssl nodejs
 libcurl4-openssl-dev cppcheck clang-tidy valgrind python3-yaml"
 
+# The tests' Node.js packages (test/node/package-lock.json): npm ci when
+# node_modules is missing or older than the lock; silent when up to date.
+node_deps() {
+    node_dir="$(cd "$(dirname "$0")/.." && pwd)/test/node"
+    [ -f "$node_dir/package-lock.json" ] || return 0
+    [ ! -d "$node_dir/node_modules" ] || [ "$node_dir/package-lock.json" -nt "$node_dir/node_modules" ] || return 0
+    if ! command -v npm > /dev/null; then
+        echo "deps: npm not found: test/node packages not installed (the S3 suites will skip)"
+        return 0
+    fi
+    echo "deps: npm ci --prefix test/node"
+    npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error
+    touch "$node_dir/node_modules"
+}
+
 missing=""
 for p in $PACKAGES; do
     status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -14,6 +29,7 @@ for p in $PACKAGES; do
 done
 if [ -z "$missing" ]; then
     echo "deps: all $(echo $PACKAGES | wc -w) packages installed"
+    node_deps
     exit 0
 fi
 
@@ -22,3 +38,4 @@ SUDO=""
 echo "deps: installing:$missing"
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+node_deps
