@@ -202,6 +202,7 @@ static int transfer(struct sbx_store *s, struct request *q, struct sbx_error *e)
 							   : errbuf[0] ? errbuf : c->easy_strerror(rc));
 		if (!k->over && !late && retryable(rc, status) && attempt < s->attempts) {
 			free(errors.buf);
+			errors.buf = NULL;
 			s->retried++;
 			if (back_off(s, wait)) {
 				wait *= 2;

@@ -447,7 +447,8 @@ int main(int argc, char **argv)
 		sbx_cli_usage_error("sbx-run", "at most one REQUEST argument");
 	if (no_snapshot && store)
 		sbx_cli_usage_error("sbx-run", "--no-snapshot and --snapshot-store exclude each other");
-	bool job = bootstrap || (getenv("MAPI_BOOTSTRAP_URL") && *getenv("MAPI_BOOTSTRAP_URL"));
+	const char *bootstrap_env = getenv("MAPI_BOOTSTRAP_URL");
+	bool job = bootstrap || (bootstrap_env && *bootstrap_env);
 	if (job && (standby || optind < argc || no_snapshot))
 		sbx_cli_usage_error("sbx-run", "job mode reads its request from the bootstrap URL, keeps media in the "
 					       "snapshot store and cannot be a standby (no REQUEST, --no-snapshot or --standby)");

@@ -193,6 +193,17 @@ runs/$RUN_ID/outputs/sub/two.bin"
     [ "$(curl -sS "$ENDPOINT/__stats" | jq '[.log[] | select(.method == "POST")] | map(.status) | join(",")' -r)" = "503,204" ]
 }
 
+@test "a store that keeps answering 503 fails the upload after 5 attempts: infra (5), a manifest saying so" {
+    request 'echo payload > /scratch/outputs/p.txt'
+    bootstrap
+    curl -sS -X POST "$ENDPOINT/__faults" -d '{"method":"POST","count":50,"status":503,"code":"SlowDown"}' > /dev/null
+    job
+    [ "$status" -eq 5 ]
+    [[ "$output" == *"HTTP 503 after 5 attempts"* ]]
+    cp get "runs/$RUN_ID/manifest.json" > "$T/manifest.json"
+    [ "$(jq -r '[.state, .failureClass, (.partial|tostring), (.outputs|length|tostring)] | join(" ")' "$T/manifest.json")" = "failed infra true 0" ]
+}
+
 @test "SIGTERM mid-run: the workload flushes its checkpoint, a partial manifest is PUT, exit 7 (timeout)" {
     request 'trap "echo flushed > /scratch/checkpoints/ck; sbx-report checkpoint ck; exit 143" TERM
              echo part > /scratch/outputs/part.txt; echo ready > /scratch/ready
