@@ -35,7 +35,7 @@ UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
 
-.PHONY: all deps check lint valgrind run install uninstall clean bench fuzz help FORCE
+.PHONY: all deps deps-image check lint valgrind run install uninstall image clean bench fuzz help FORCE
 all: $(PROGRAMS) $(MANPAGES)
 
 help:
@@ -44,6 +44,8 @@ help:
 	@echo "make check      deps + build + unit tests + bats suites (root and sbxtest)"
 	@echo "make run        build and run sbx-httpd in the foreground (data dir and token in .sciencediscovery-data)"
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
+	@echo "make image      the container image localhost/sbx:$(VERSION) (mmdebstrap + podman; root)"
+	@echo "make deps-image install podman, buildah, mmdebstrap, runc (apt-get)"
 	@echo "make bench      benchmarks, printed as ratios against an anchor"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)"
 	@echo "make lint       cppcheck and clang-tidy (.clang-tidy) over src/; any finding fails"
@@ -51,6 +53,9 @@ help:
 
 deps:
 	@sh mk/deps.sh
+
+deps-image:
+	@sh mk/deps-image.sh
 
 # Every object depends on the exact compiler and flags: switching SAN or CC
 # rebuilds everything instead of linking mixed objects.
@@ -150,6 +155,11 @@ install: all
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && ! getent passwd sbx >/dev/null; then \
 		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin sbx; \
 		echo "created system user sbx"; fi
+
+# localhost/sbx:$(VERSION) and :latest: a cached mmdebstrap base plus
+# `make install` (mk/image.sh, Containerfile). Never of a SAN=1 build.
+image:
+	@SAN='$(SAN)' sh mk/image.sh $(VERSION) $(BUILD_ID)
 
 uninstall:
 	rm -f $(PROGRAMS:bin/%=$(DESTDIR)$(PREFIX)/bin/%)
