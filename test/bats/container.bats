@@ -1,11 +1,13 @@
 #!/usr/bin/env bats
 # The image (make image) in real podman containers: root with the runtime's
 # default capabilities and masked paths (what Docker does by default), the
-# Kubernetes Job's capability set, and unmask=ALL. Every podman call is
-# bounded (timeout, and --timeout on the container); every container
-# carries this run's label and is removed in teardown.
+# Kubernetes Job's capability set, unmask=ALL, and a job in bootstrap mode
+# against the loopback store (s3_helpers.bash) through --network host.
+# Every podman call is bounded (timeout, and --timeout on the container);
+# every container carries this run's label and is removed in teardown.
 
 load helpers
+load s3_helpers
 
 IMAGE=localhost/sbx:latest
 # runc: crun refuses hosts with hybrid cgroups; cgroupfs and file events:
@@ -32,6 +34,7 @@ setup_file() {
 
 teardown() {
     remove_containers
+    s3_teardown
 }
 
 teardown_file() {
@@ -178,8 +181,36 @@ check_runs() {
 }
 
 @test "a default container: sbx-run in bootstrap mode against the loopback store" {
-    skip "job mode lands with the sbx-run change"
-    # To come: the store (test/fixtures/s3-store.mjs) and a bootstrap made by
-    # test/fixtures/control-plane.mjs on the host's loopback; the job runs
-    # as ctr --network host -e MAPI_RUN_ID -e MAPI_NONCE -e MAPI_BOOTSTRAP_URL -- sbx-run
+    s3_setup
+    local dir=$BATS_TEST_TMPDIR/job run_id=ct-run-$RANDOM nonce
+    mkdir -m 0755 "$dir"
+    nonce=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+    (umask 077 && head -c 32 /dev/urandom > "$dir/key")
+    jq -cn '{language: "shell", workspace: "/ws", code: "id -u; echo first > /scratch/outputs/one.txt
+        head -c 5000 /dev/urandom > /scratch/media/plot.png; sbx-report media plot.png --kind image
+        sha256sum /scratch/outputs/one.txt /scratch/media/plot.png; echo done"}' > "$dir/request.json"
+    url=$(cp_ bootstrap --run-id "$run_id" --nonce "$nonce" --request "$dir/request.json" --key-file "$dir/key" |
+          jq -r .bootstrapUrl)
+    [[ "$url" == http://127.0.0.1:* ]]
+    # --network host: the container's loopback is the host's, where the store is.
+    run --separate-stderr ctr --network host -e MAPI_RUN_ID="$run_id" -e MAPI_NONCE="$nonce" \
+        -e MAPI_BOOTSTRAP_URL="$url" -- sh -c 'mkdir -m 0777 /ws && exec sbx-run'
+    [ "$status" -eq 0 ] || fail "sbx-run exit $status: $stderr"
+    printf '%s\n' "$output" | grep '^{"event"' > "$dir/events"
+    # The bootstrap was deleted; outputs and media are byte-exact in the bucket.
+    assert_equal "$(curl -s -o /dev/null -w '%{http_code}' "$url")" 404
+    run cp_ list --prefix "runs/$run_id/"
+    assert_equal "$(jq -r .key <<<"$output" | sort | tr '\n' ' ')" \
+        "runs/$run_id/manifest.json runs/$run_id/media/plot.png runs/$run_id/outputs/one.txt "
+    result=$(jq -c 'select(.event == "finished") | .result' "$dir/events")
+    uid=$(jq -r .workspaceUid <<<"$result")
+    [ "$uid" -gt 0 ]
+    stdout=$(jq -r .stdout <<<"$result")
+    assert_equal "$(head -1 <<<"$stdout")" "$uid"
+    assert_equal "$(cp_ sha256 "runs/$run_id/outputs/one.txt")" "$(awk '/one.txt$/ { print $1 }' <<<"$stdout")"
+    assert_equal "$(cp_ sha256 "runs/$run_id/media/plot.png")" "$(awk '/plot.png$/ { print $1 }' <<<"$stdout")"
+    cp_ get "runs/$run_id/manifest.json" > "$dir/manifest.json"
+    run sbx-run verify --key-file "$dir/key" --manifest "$dir/manifest.json" "$dir/events"
+    assert_success
+    assert_equal "$(jq -r '.state + " " + (.partial | tostring)' "$dir/manifest.json")" "completed false"
 }
