@@ -214,3 +214,32 @@ check_runs() {
     assert_success
     assert_equal "$(jq -r '.state + " " + (.partial | tostring)' "$dir/manifest.json")" "completed false"
 }
+
+@test "where the runtime's seccomp profile refuses user namespaces: sbx-probe says so (exit 4), a job ends infra (exit 4) with a failed manifest" {
+    # What containerd's and Docker's RuntimeDefault do without CAP_SYS_ADMIN:
+    # unshare and clone with CLONE_NEWUSER refused (clone3 unavailable).
+    cat > "$BATS_TEST_TMPDIR/no-userns.json" <<'JSON'
+{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+  {"names": ["unshare"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+  {"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+   "args": [{"index": 0, "value": 268435456, "valueTwo": 268435456, "op": "SCMP_CMP_MASKED_EQ"}]},
+  {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]}
+JSON
+    run --separate-stderr ctr --network none --security-opt seccomp="$BATS_TEST_TMPDIR/no-userns.json" -- sbx-probe --no-cache
+    assert_failure 4
+    assert_equal "$(jq_out .usable)" false
+    assert_equal "$(jq_out '.warnings[0].code')" sandbox-unusable
+    s3_setup
+    local dir=$BATS_TEST_TMPDIR/job run_id=ct-nouserns-$RANDOM
+    mkdir -m 0755 "$dir"
+    (umask 077 && head -c 32 /dev/urandom > "$dir/key")
+    jq -cn '{language: "shell", workspace: "/ws", code: "echo x > /scratch/outputs/one.txt"}' > "$dir/request.json"
+    url=$(cp_ bootstrap --run-id "$run_id" --nonce n1 --request "$dir/request.json" --key-file "$dir/key" | jq -r .bootstrapUrl)
+    run --separate-stderr ctr --network host --security-opt seccomp="$BATS_TEST_TMPDIR/no-userns.json" \
+        -e MAPI_RUN_ID="$run_id" -e MAPI_NONCE=n1 -e MAPI_BOOTSTRAP_URL="$url" -- sh -c 'mkdir -m 0777 /ws && exec sbx-run'
+    assert_equal "$status" 4
+    [[ "$stderr" == *'"code":"infra"'*"cannot sandbox"* ]]
+    run cp_ list --prefix "runs/$run_id/"
+    assert_output "{\"key\":\"runs/$run_id/manifest.json\",\"size\":$(jq -r .size <<<"$output")}"
+    assert_equal "$(cp_ get "runs/$run_id/manifest.json" | jq -c '[.state, .partial, .failureClass]')" '["failed",true,"infra"]'
+}
