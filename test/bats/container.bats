@@ -80,13 +80,23 @@ ctr() {
     [[ "$stderr" == *'"code":"proc-fallback"'* ]]
 }
 
-@test "unmask=ALL (systempaths=unconfined): sbx-probe reports a fresh /proc" {
+@test "unmask=ALL, and the compose file's systempaths=unconfined: sbx-probe reports a fresh /proc" {
     run --separate-stderr ctr --network none --security-opt unmask=ALL -- sbx-probe --no-cache
     assert_success
     assert_equal "$(jq_out .procMode)" new
     assert_equal "$(jq_out .procFallback)" false
     assert_equal "$(jq_out .reason)" supported
     assert_equal "$(jq_out '[.warnings[].code] | index("proc-fallback")')" null
+    # contrib/compose/sbx-httpd.yaml's security_opt, as podman-compose passes it
+    # (seccomp relative to the compose file), not privileged: the same.
+    local compose=$BATS_TEST_DIRNAME/../../contrib/compose opts=()
+    while read -r o; do opts+=(--security-opt "$o"); done < <(cd "$compose" &&
+        python3 -c 'import os, yaml; [print(o if not o.startswith("seccomp=") else "seccomp=" + os.path.abspath(o[8:]))
+                    for o in yaml.safe_load(open("sbx-httpd.yaml"))["services"]["sbx-httpd"]["security_opt"]]')
+    [ "${#opts[@]}" -eq 6 ]
+    run --separate-stderr ctr --network none "${opts[@]}" -- sbx-probe --no-cache
+    assert_success
+    assert_equal "$(jq_out '.procMode + " " + .reason')" "new supported"
 }
 
 @test "a default container: sbx-launch runs the workload as the dedicated uid 10001" {
@@ -99,8 +109,8 @@ ctr() {
     assert_output "$(printf '10001:10001\n10001\n10001\nrc=0\n10001')"
 }
 
-# run_in_ctr: the sbx-run lines shared by the two capability sets below: a
-# shell and a python execution, signed events verified; prints what to check.
+# RUN_SCRIPT: a shell and a python execution with sbx-run, their signed
+# events verified; prints what check_runs checks.
 RUN_SCRIPT='set -e
 mkdir -m 0777 /ws; mkdir -m 0755 /st; (umask 077; head -c 32 /dev/urandom > /key)
 run() { jq -cn --arg id "$1" --arg lang "$2" --arg code "$3" "{executionId: \$id, language: \$lang, code: \$code, workspace: \"/ws\"}" |
@@ -112,7 +122,8 @@ run sh1 shell "id -u; echo hi > made.txt; echo done"
 run py1 python "import os; print(os.getuid() == os.stat(\"made.txt\").st_uid, open(\"made.txt\").read().strip())"
 cat /st/err >&2'
 
-# check_runs: $output of RUN_SCRIPT, the missing capabilities expected.
+# check_runs MISSING: $output of RUN_SCRIPT; MISSING, the capabilities the
+# mode event lists.
 check_runs() {
     assert_line -n 0 true
     uid=$(jq -r .workspaceUid <<<"${lines[1]}")
@@ -131,12 +142,34 @@ check_runs() {
     [[ "$stderr" == *'"code":"capability-missing"'*CAP_DAC_READ_SEARCH* ]]
 }
 
-@test "the Kubernetes Job's set (only the 7 capabilities sbx-run uses, no-new-privileges): sbx-run runs" {
-    run --separate-stderr ctr --network none --cap-drop ALL \
-        --cap-add CHOWN,DAC_OVERRIDE,FOWNER,KILL,SETGID,SETUID,SETPCAP \
-        --security-opt no-new-privileges -- sh -c "$RUN_SCRIPT"
-    assert_success
-    check_runs '["CAP_DAC_READ_SEARCH"]'
+@test "the Kubernetes Job's shape (contrib/kubernetes/sbx-job.yaml): a python job in bootstrap mode" {
+    # As the Job's securityContext asks: only the 7 capabilities sbx-run
+    # uses, no-new-privileges (allowPrivilegeEscalation: false), a
+    # read-only root with the emptyDirs, /proc unmasked (procMount
+    # Unmasked), the workspace uids inside a pod user namespace's 65536.
+    s3_setup
+    local dir=$BATS_TEST_TMPDIR/job run_id=ct-k8s-$RANDOM
+    mkdir -m 0755 "$dir" "$dir/state" "$dir/workspace" "$dir/tmp"
+    (umask 077 && head -c 32 /dev/urandom > "$dir/key")
+    jq -cn '{language: "python", workspace: "/workspace", code: "import os
+open(\"/scratch/outputs/uid.txt\", \"w\").write(str(os.getuid()))
+print(os.getuid(), os.path.exists(\"/proc/self/status\"))"}' > "$dir/request.json"
+    url=$(cp_ bootstrap --run-id "$run_id" --nonce n1 --request "$dir/request.json" --key-file "$dir/key" | jq -r .bootstrapUrl)
+    run --separate-stderr ctr --network host --read-only --read-only-tmpfs=false \
+        -v "$dir/state:/var/lib/sbx" -v "$dir/workspace:/workspace" -v "$dir/tmp:/tmp" \
+        --cap-drop ALL --cap-add CHOWN,DAC_OVERRIDE,FOWNER,KILL,SETGID,SETUID,SETPCAP \
+        --security-opt no-new-privileges --security-opt unmask=ALL \
+        -e SBX_DATA_DIR=/var/lib/sbx -e SBX_UID_RANGE=20000-65000 \
+        -e MAPI_RUN_ID="$run_id" -e MAPI_NONCE=n1 -e MAPI_BOOTSTRAP_URL="$url" -- sbx-run
+    [ "$status" -eq 0 ] || fail "sbx-run exit $status: $stderr"
+    result=$(grep '^{"event":"finished"' <<<"$output" | jq -c .result)
+    uid=$(jq -r .workspaceUid <<<"$result")
+    [ "$uid" -ge 20000 ] && [ "$uid" -le 65000 ]
+    assert_equal "$(jq -r .stdout <<<"$result")" "$uid True"
+    assert_equal "$(stat -c %u "$dir/workspace")" "$uid"
+    cp_ get "runs/$run_id/outputs/uid.txt" > "$dir/uid.txt"
+    assert_equal "$(cat "$dir/uid.txt")" "$uid"
+    assert_equal "$(cp_ get "runs/$run_id/manifest.json" | jq -c '[.state, .partial]')" '["completed",false]'
 }
 
 @test "without CAP_SETUID sbx-run refuses with exit 4 and a remedy naming it" {

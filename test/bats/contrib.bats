@@ -69,10 +69,36 @@ teardown() {
     assert_equal "$(jq_out .allowed)" false
 }
 
-@test "deployment files: Slurm script, Kubernetes manifests and seccomp profile, systemd units" {
+@test "deployment files: Slurm script, Kubernetes manifests and seccomp profile, compose file, systemd units" {
     bash -n "$CONTRIB/slurm/sbx-array.sbatch"
     run python3 -c 'import sys, yaml; print(" ".join(d["kind"] for d in yaml.safe_load_all(open(sys.argv[1]))))' "$CONTRIB/kubernetes/sbx-httpd.yaml"
     assert_output "ConfigMap DaemonSet Job"
+    # The bootstrap-mode Job: sbx-run with the three variables (the nonce
+    # from a Secret), root for the uid split, the 7 capabilities sbx-run
+    # uses, a grace period that covers the 15 s deadline reserve.
+    run python3 - "$CONTRIB/kubernetes/sbx-job.yaml" <<'PY'
+import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1]))}
+job = docs["Job"]["spec"]; pod = job["template"]["spec"]; c = pod["containers"][0]; sc = c["securityContext"]
+env = {e["name"]: e for e in c["env"]}
+print(sorted(docs), job["backoffLimit"], pod["restartPolicy"], c["command"], sorted(n for n in env if n.startswith("MAPI_")))
+print(env["MAPI_NONCE"]["valueFrom"]["secretKeyRef"]["name"] == docs["Secret"]["metadata"]["name"],
+      sc["runAsUser"], sc["privileged"], sc["procMount"], sc["seccompProfile"], sc["appArmorProfile"]["type"])
+print(sc["capabilities"]["drop"], sorted(sc["capabilities"]["add"]))
+print(pod["terminationGracePeriodSeconds"] > 15, job["activeDeadlineSeconds"] > 15,
+      sorted(m["mountPath"] for m in c["volumeMounts"]), all("emptyDir" in v for v in pod["volumes"]))
+PY
+    assert_success
+    assert_output "['Job', 'Secret'] 0 Never ['/usr/local/bin/sbx-run'] ['MAPI_BOOTSTRAP_URL', 'MAPI_NONCE', 'MAPI_RUN_ID']
+True 0 False Unmasked {'type': 'Localhost', 'localhostProfile': 'profiles/sbx-userns.json'} Unconfined
+['ALL'] ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETPCAP', 'SETUID']
+True True ['/tmp', '/var/lib/sbx', '/workspace'] True"
+    # The compose file: the strong /proc shape without privileged mode.
+    run python3 -c 'import sys, yaml; s = yaml.safe_load(open(sys.argv[1]))["services"]["sbx-httpd"]
+print(s["image"], s["privileged"], s["security_opt"], s["ports"])' "$CONTRIB/compose/sbx-httpd.yaml"
+    assert_success
+    assert_output "localhost/sbx:0.1.0 False ['systempaths=unconfined', 'seccomp=../kubernetes/sbx-userns.json', 'apparmor=unconfined'] ['127.0.0.1:4311:4311']"
+    [ -f "$CONTRIB/compose/../kubernetes/sbx-userns.json" ]
     run jq -r '.defaultAction, ([.syscalls[].names[]] | index("pivot_root"))' "$CONTRIB/kubernetes/sbx-userns.json"
     assert_output "$(printf 'SCMP_ACT_ALLOW\nnull')"
     grep -q '^ListenStream=127.0.0.1:4311' "$CONTRIB/systemd/sbx-httpd.socket"
