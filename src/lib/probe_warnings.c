@@ -76,7 +76,10 @@ static void unusable(json_t *list, const struct sbx_probe_result *r)
 	warn(list, "sandbox-unusable",
 	     "Check the sysctls kernel.unprivileged_userns_clone (must be 1) and "
 	     "kernel.apparmor_restrict_unprivileged_userns (must be 0 on Ubuntu 24.04+, or "
-	     "give bwrap an AppArmor profile), and that user.max_user_namespaces is not 0.",
+	     "give bwrap an AppArmor profile), and that user.max_user_namespaces is not 0. "
+	     "In a container, the runtime's default seccomp profile refuses user namespaces: "
+	     "run it with one that allows them (contrib/kubernetes/sbx-userns.json as a "
+	     "Localhost seccompProfile) and AppArmor unconfined.",
 	     "bubblewrap at \"%s\" could not build a sandbox: %s. bubblewrap is installed but "
 	     "cannot create a sandbox on this host. The Web UI and control API still start; "
 	     "run_python and run_shell will fail.", r->bwrap_path, r->detail);
