@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define ERROR_BODY_CAP 4096
@@ -165,7 +166,7 @@ static int transfer(struct sbx_store *s, struct request *q, struct sbx_error *e)
 			return sbx_error_set(e, SBX_EXIT_INTERNAL, "store-failed", "%s: libcurl did not start", what), -1;
 		errbuf[0] = '\0';
 		c->easy_setopt(h, CURLOPT_URL, q->url);
-		c->easy_setopt(h, CURLOPT_PROTOCOLS_STR, strncmp(q->url, "https:", 6) ? "http" : "https");
+		c->easy_setopt(h, CURLOPT_PROTOCOLS_STR, strncasecmp(q->url, "https:", 6) ? "http" : "https");
 		c->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 		c->easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 		c->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -176,7 +177,7 @@ static int transfer(struct sbx_store *s, struct request *q, struct sbx_error *e)
 		c->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
 		c->easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		c->easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)STALL_SECONDS);
-		if (strncmp(q->url, "https:", 6))
+		if (strncasecmp(q->url, "https:", 6))
 			c->easy_setopt(h, CURLOPT_PROXY, ""); /* loopback: never through a proxy */
 		int prepared = q->prepare ? q->prepare(h, q->arg, e) : 0;
 		CURLcode rc = prepared == 0 ? c->easy_perform(h) : CURLE_ABORTED_BY_CALLBACK;

@@ -19,13 +19,18 @@
 #include <unistd.h>
 
 #define BOOTSTRAP_DEADLINE_MS 120000
+#define MANIFEST_SLICE_MS 3000   /* kept back from the uploads for the manifest (at most a third of the reserve) */
+#define JOB_OUTPUTS_MAX 10000    /* files sent per folder; past it, the rest is listed as not sent */
 
 /* A copy of an environment variable, then gone from the environment: the
  * nonce and the URL reach no child (the gateway, sbx-launch, bwrap). */
 static char *take_env(const char *name)
 {
-	const char *v = getenv(name);
+	char *v = getenv(name);
 	char *copy = v && *v ? strdup(v) : NULL;
+	/* unsetenv leaves the original block (/proc/<pid>/environ) as it was. */
+	if (v)
+		explicit_bzero(v, strlen(v));
 	unsetenv(name);
 	return copy;
 }
@@ -72,6 +77,7 @@ json_t *run_job_bootstrap(struct run *r, const char *url_flag, struct sbx_error 
 	j->outputs = json_array();
 	j->media = json_array();
 	j->checkpoints = json_array();
+	snprintf(r->req.execution_id, sizeof(r->req.execution_id), "%s", j->doc.run_id);
 	run_event("bootstrap", r, json_pack("{s:s,s:b,s:I}", "runId", j->doc.run_id, "deleted", 1,
 					    "documentBytes", (json_int_t)len));
 out:
@@ -85,16 +91,27 @@ out:
 	return request;
 }
 
+/* Once uploading: transfers stop a slice before the hard end, so the
+ * manifest (for_manifest) always has time to say what landed. */
+void run_job_set_deadline(struct run *r, bool for_manifest)
+{
+	struct run_job *j = r->job;
+	long long slice = r->reserve_ms / 3 < MANIFEST_SLICE_MS ? r->reserve_ms / 3 : MANIFEST_SLICE_MS;
+	j->store.deadline_ms = j->end_ms ? j->end_ms - (for_manifest ? 0 : slice) : 0;
+}
+
 void run_job_terminated(struct run *r)
 {
 	struct run_job *j = r->job;
 	if (j->terminated_ms)
 		return;
 	j->terminated_ms = sbx_mono_ms();
-	/* What is left of the reserve is all the uploads get. */
+	/* The reserve, counted from the signal, is all that is left. */
 	long long end = j->terminated_ms + r->reserve_ms;
-	if (!j->store.deadline_ms || end < j->store.deadline_ms)
-		j->store.deadline_ms = end;
+	if (!j->end_ms || end < j->end_ms)
+		j->end_ms = end;
+	if (j->uploading)
+		run_job_set_deadline(r, false);
 }
 
 /* The supervisor's signals during uploads: SIGTERM shortens the deadline. */
@@ -116,13 +133,10 @@ static void upload_phase(struct run *r)
 	j->uploading = true;
 	j->store.poll = watch_signals;
 	j->store.poll_arg = r;
-	j->store.deadline_ms = 0;
-	if (r->platform_deadline_ms)
-		j->store.deadline_ms = j->started_ms + r->platform_deadline_ms;
-	if (j->terminated_ms) {
-		j->terminated_ms = 0;
-		run_job_terminated(r); /* the reserve counts from the signal */
-	}
+	long long platform = r->platform_deadline_ms ? j->started_ms + r->platform_deadline_ms : 0;
+	if (platform && (!j->end_ms || platform < j->end_ms))
+		j->end_ms = platform;
+	run_job_set_deadline(r, false);
 }
 
 static void upload_failed(struct run *r, const struct sbx_error *e)
@@ -138,7 +152,7 @@ static void upload_failed(struct run *r, const struct sbx_error *e)
 static bool key_name_ok(const char *name)
 {
 	size_t n = strlen(name);
-	if (n > 900)
+	if (n > 900 || strstr(name, "${")) /* S3 would substitute ${filename} in the key */
 		return false;
 	for (size_t i = 0; i < n;) {
 		int k = sbx_utf8_sequence((const unsigned char *)name + i, n - i);
@@ -176,6 +190,12 @@ static int upload(struct run *r, const struct sbx_post_grant *g, const char *kin
 
 int run_job_output(struct run *r, int fd, const char *rel, uint64_t size, json_t **rec, struct sbx_error *e)
 {
+	if (json_array_size(r->job->outputs) >= JOB_OUTPUTS_MAX) {
+		if (!r->job->outputs_capped++) /* said once */
+			run_event("warning", r, json_pack("{s:s,s:s}", "code", "too-many-outputs", "message",
+							  "more than 10000 outputs: the rest is not sent"));
+		return sbx_error_set(e, SBX_EXIT_RESOURCE, "too-many-outputs", "more than %d outputs", JOB_OUTPUTS_MAX), -1;
+	}
 	int rc = upload(r, &r->job->doc.outputs, "output", rel, fd, size, rec, e);
 	if (rc == 0)
 		json_array_append(r->job->outputs, *rec);
@@ -213,6 +233,17 @@ static int upload_stored(struct run *r, const struct sbx_post_grant *g, const ch
 	return rc;
 }
 
+/* One item that cannot be sent (its name): skipped, said, the rest goes on. */
+static bool skipped(struct run *r, const char *kind, json_t *item, const struct sbx_error *e)
+{
+	if (e->exit_code != SBX_EXIT_VIOLATION)
+		return false;
+	r->job->skipped++;
+	run_event("warning", r, json_pack("{s:s,s:s,s:s,s:O}", "code", "output-skipped", "kind", kind, "message",
+					  e->message, "path", json_object_get(item, "path")));
+	return true;
+}
+
 void run_job_upload_reported(struct run *r)
 {
 	struct run_job *j = r->job;
@@ -222,8 +253,11 @@ void run_job_upload_reported(struct run *r)
 	json_t *item, *rec;
 	upload_phase(r);
 	json_array_foreach(w->media, i, item) {
-		if (upload_stored(r, &j->doc.media, "media", item, &rec, &e) != 0)
+		if (upload_stored(r, &j->doc.media, "media", item, &rec, &e) != 0) {
+			if (skipped(r, "media", item, &e))
+				continue;
 			break;
+		}
 		json_object_set(rec, "kind", json_object_get(item, "kind"));
 		if (json_object_get(item, "caption"))
 			json_object_set(rec, "caption", json_object_get(item, "caption"));
@@ -233,17 +267,20 @@ void run_job_upload_reported(struct run *r)
 	if (!j->doc.checkpoints.url)
 		return;
 	/* A path reported again replaces what it held: its last state goes. */
+	json_t *last = json_object();
+	json_array_foreach(w->checkpoints, i, item)
+		json_object_set_new(last, sbx_json_string_or(item, "path", ""), json_integer((json_int_t)i));
 	json_array_foreach(w->checkpoints, i, item) {
-		bool later = false;
-		const char *path = json_string_value(json_object_get(item, "path"));
-		for (size_t k = i + 1; k < json_array_size(w->checkpoints) && !later; k++)
-			later = path && !strcmp(path, sbx_json_string_or(json_array_get(w->checkpoints, k), "path", ""));
-		if (later)
+		if (json_integer_value(json_object_get(last, sbx_json_string_or(item, "path", ""))) != (json_int_t)i)
 			continue;
-		if (upload_stored(r, &j->doc.checkpoints, "checkpoint", item, &rec, &e) != 0)
+		if (upload_stored(r, &j->doc.checkpoints, "checkpoint", item, &rec, &e) != 0) {
+			if (skipped(r, "checkpoint", item, &e))
+				continue;
 			break;
+		}
 		json_array_append_new(j->checkpoints, rec);
 	}
+	json_decref(last);
 }
 
 void run_job_free(struct run *r)

@@ -111,7 +111,9 @@ int run_job_manifest(struct run *r, json_t *result, int status)
 		status = worse(status, &j->failed);
 		mark_result(result, status, &j->failed);
 	}
-	bool partial = r->timed_out || r->cancelled || j->terminated_ms || j->failed.exit_code ||
+	if (j->uploading)
+		run_job_set_deadline(r, true); /* the slice kept back for this */
+	bool partial = r->timed_out || r->cancelled || j->terminated_ms || j->failed.exit_code || j->skipped ||
 		       !json_is_true(json_object_get(r->outputs, "complete"));
 	json_t *m = build(r, result, status, partial);
 	char mac[65] = "";

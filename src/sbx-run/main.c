@@ -332,7 +332,7 @@ static int execute(struct run *r, struct sbx_error *e)
 	} else if (r->timed_out) {
 		if (r->job && r->job->terminated_ms)
 			sbx_error_set(e, SBX_EXIT_TIMEOUT, "platform-terminated",
-				      "%s execution stopped by the platform (SIGTERM); what it left was uploaded",
+				      "%s execution stopped by the platform (SIGTERM); what it left is uploaded within the reserve",
 				      sbx_run_language_title(r->req.language));
 		else if (r->stopped_for_platform)
 			sbx_error_set(e, SBX_EXIT_TIMEOUT, "platform-deadline",
@@ -493,6 +493,10 @@ int main(int argc, char **argv)
 		doc = text ? sbx_json_parse(text, len, "request", &e) : NULL;
 		free(text);
 	} else if (job) {
+		/* A SIGTERM from here on waits for the signalfd: the document may
+		 * already be deleted, so the run must end as a documented timeout. */
+		sigset_t early = stop_signals();
+		sigprocmask(SIG_BLOCK, &early, NULL);
 		doc = run_job_bootstrap(r, bootstrap, &e);
 		if (r->job)
 			r->job->started_ms = r->started_mono_ms;

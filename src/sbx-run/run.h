@@ -26,6 +26,9 @@ struct run_job {
 	struct sbx_store store;
 	long long started_ms;     /* sbx_mono_ms() at sbx-run's start: the platform deadline counts from it */
 	long long terminated_ms;  /* the platform's SIGTERM (sbx_mono_ms), 0: none */
+	long long end_ms;         /* when the uploads and the manifest must be done (sbx_mono_ms), 0: no bound */
+	unsigned skipped;         /* reported items whose names cannot be keys */
+	unsigned outputs_capped;  /* outputs past JOB_OUTPUTS_MAX, not sent */
 	bool uploading;
 	json_t *outputs, *media, *checkpoints; /* [{path, key, size, sha256}] uploaded */
 	struct sbx_error failed;  /* the first upload that failed (exit_code 0: none) */
@@ -122,6 +125,8 @@ char *run_standby_request(size_t cap, size_t *len, struct sbx_error *e);
 json_t *run_job_bootstrap(struct run *r, const char *url, struct sbx_error *e);
 /* The platform's SIGTERM: a timeout-class end; uploads get the reserve. */
 void run_job_terminated(struct run *r);
+/* The store's deadline from end_ms: a slice early for uploads, the end for the manifest. */
+void run_job_set_deadline(struct run *r, bool for_manifest);
 /* One output streamed up (rec: {path, key, size, sha256}). */
 int run_job_output(struct run *r, int fd, const char *rel, uint64_t size, json_t **rec, struct sbx_error *e);
 /* The media and checkpoints the worker reported, from the store. */

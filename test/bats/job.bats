@@ -260,6 +260,60 @@ runs/$RUN_ID/outputs/fine.txt"
     grep -q '"code":"output-skipped"' "$T/events"
 }
 
+@test "a name holding \${filename} is never a key (the store would substitute it): skipped, the rest uploads" {
+    request 'cd /scratch/outputs; mkdir -p d/az "d/a\${filename}"; echo GENUINE > d/az/z; echo FORGED > "d/a\${filename}/z"'
+    bootstrap
+    job
+    [ "$status" -eq 0 ]
+    [ "$(cp get "runs/$RUN_ID/outputs/d/az/z")" = GENUINE ]
+    cp get "runs/$RUN_ID/manifest.json" | jq -e '(.outputs | map(.path)) == ["d/az/z"] and .partial'
+}
+
+@test "a media name that cannot be a key is skipped with a warning; later media and checkpoints still go; partial" {
+    request 'cd /scratch/media; n=$(printf "bad\nname"); echo 1 > "$n"; sbx-report media "$n" --kind image
+             echo 2 > good.png; sbx-report media good.png --kind image; echo ck > /scratch/checkpoints/ck; sbx-report checkpoint ck'
+    bootstrap
+    job
+    [ "$status" -eq 0 ]
+    run keys
+    assert_output "runs/$RUN_ID/checkpoints/ck
+runs/$RUN_ID/manifest.json
+runs/$RUN_ID/media/good.png"
+    cp get "runs/$RUN_ID/manifest.json" | jq -e '.partial and (.media | length) == 1'
+    grep -q '"code":"output-skipped","kind":"media"' "$T/events"
+}
+
+@test "a store that never answers an upload: SIGTERM still gets a manifest written within the reserve" {
+    request 'echo a > /scratch/outputs/a; echo ready > /scratch/ready; trap "" TERM; while :; do sleep 0.1; done'
+    bootstrap
+    curl -sS -X POST "$ENDPOINT/__faults" -d '{"method":"POST","count":5,"action":"hang"}' > /dev/null
+    env -i PATH="$PATH" SBX_DATA_DIR="$T/data" MAPI_RUN_ID="$RUN_ID" MAPI_NONCE="$NONCE" MAPI_BOOTSTRAP_URL="$URL" \
+        sbx-run --deadline-reserve-ms 4000 --grace-ms 1000 > "$T/events" 2> "$T/err" 3>&- &
+    pid=$!
+    for _ in $(seq 400); do [ -f "$T/data/executions/$RUN_ID/scratch/ready" ] && break; read -rt 0.05 <> <(:) || true; done
+    [ -f "$T/data/executions/$RUN_ID/scratch/ready" ]
+    kill -TERM "$pid"
+    wait "$pid" && rc=0 || rc=$?
+    [ "$rc" -eq 7 ]
+    cp get "runs/$RUN_ID/manifest.json" > "$T/manifest.json"
+    [ "$(jq -r '[.state, (.partial|tostring), .failureClass] | join(" ")' "$T/manifest.json")" = "failed true timeout" ]
+}
+
+@test "the nonce and the bootstrap URL are wiped from sbx-run's own /proc environ" {
+    request 'echo ready > /scratch/ready; sleep 30'
+    bootstrap
+    env -i PATH="$PATH" SBX_DATA_DIR="$T/data" MAPI_RUN_ID="$RUN_ID" MAPI_NONCE="$NONCE" MAPI_BOOTSTRAP_URL="$URL" \
+        sbx-run > "$T/events" 2> "$T/err" 3>&- &
+    pid=$!
+    for _ in $(seq 400); do [ -f "$T/data/executions/$RUN_ID/scratch/ready" ] && break; read -rt 0.05 <> <(:) || true; done
+    tr '\0' '\n' < "/proc/$pid/environ" > "$T/environ"
+    kill -TERM "$pid"
+    wait "$pid" || true
+    grep -q SBX_DATA_DIR "$T/environ" # the read worked
+    ! grep -qF -- "$NONCE" "$T/environ"
+    ! grep -q 'X-Amz-Signature' "$T/environ"
+}
+
 @test "a 1 GiB output streams up with flat memory (peak RSS printed)" {
     request 'head -c 1073741824 /dev/zero > /scratch/outputs/big.bin' '{"caps":{"outputBytes":2147483648,"scratchBytes":2147483648}}'
     bootstrap
