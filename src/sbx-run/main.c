@@ -37,68 +37,6 @@
 
 #define REQUEST_CAP (32u << 20)
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: sbx-run [--state-dir DIR] [--snapshot-store DIR | --no-snapshot] [--grace-ms N] [REQUEST|-]\n"
-		"       sbx-run cancel EXECUTION-DIR\n"
-		"\n"
-		"Runs one execution request (JSON, see sbx-formats(5)) and prints events as JSON lines:\n"
-		"queued, started, finished (with the result, also in <state>/<id>/result.json).\n"
-		"\n"
-		"  --state-dir DIR       executions and leases (default: <data dir>/executions)\n"
-		"  --snapshot-store DIR  where workspace snapshots go (default: <state dir>/snapshots)\n"
-		"  --no-snapshot         skip the snapshot\n"
-		"  --output-by-reference the result names stdout and stderr (streams.*.path, bytes,\n"
-		"                        sha256) instead of carrying their text\n"
-		"  --transient           the caller reads the finished event and removes the execution\n"
-		"                        directory: neither result.json nor launch-spec.json is written\n"
-		"  --standby             start before the request: narrow, make the cgroups and fork the\n"
-		"                        sandbox's first process, then read the request from the Unix\n"
-		"                        socket on stdin (its directories as SCM_RIGHTS, placed at fds\n"
-		"                        3-6, which must be open placeholders); EOF with none: exit 0\n"
-		"  --grace-ms N          between SIGTERM and SIGKILL on timeout or cancel (default 5000)\n"
-		"  --bootstrap URL       job mode: fetch the run document from URL (or MAPI_BOOTSTRAP_URL),\n"
-		"                        delete it, run it, upload outputs, media and a signed manifest\n"
-		"                        (MAPI_RUN_ID and MAPI_NONCE must name the run; see JOB MODE)\n"
-		"  --keep-scratch        job mode: keep the execution directory and scratch at exit\n"
-		"  --platform-deadline-ms N, --deadline-ms N  the platform ends this job N ms after sbx-run starts\n"
-		"                        (a job's wall clock; timeoutMs stays exact)\n"
-		"  --deadline-reserve-ms N  SIGTERM this long before the platform deadline\n"
-		"                        (default 15000, at most half of it)\n"
-		"  --signing-key-fd FD   sign every event line with the key read from FD\n"
-		"  --signing-key-file F  the same from a file only its owner can read (mode 0600)\n"
-		"  --egress-dir DIR      egress gateways by policy revision (default: <data dir>/eg)\n"
-		"  --egress-idle-s N     a gateway no run holds exits after N idle seconds (default 300)\n"
-		"  --egress-resolve NAME:PORT:ADDR  a gateway this run starts answers NAME so (repeatable)\n"
-		"\n"
-		"       sbx-run verify --key-file KEY [EVENTS|-]   checks a signed event stream\n");
-	sbx_cli_print_exit_codes(out);
-}
-
-/* Who the workload runs as: as root, the workspace's own uid from
- * SBX_UID_RANGE (with the shared sandbox gid, which reaches the data
- * root), handed to sbx-launch as SBX_RUN_AS; otherwise the shared one. */
-static int workload_identity(struct run *r, const struct sbx_run_as *who, struct sbx_run_as *out, struct sbx_error *e)
-{
-	struct sbx_uid_range range;
-	char registry[PATH_MAX + 32], value[32];
-	*out = *who;
-	if (!who->switch_user)
-		return 0;
-	if (sbx_uid_range_from_env(&range, who->uid, e) != 0)
-		return -1;
-	if (!range.count)
-		return 0;
-	if (sbx_workspace_uid_registry(registry, sizeof(registry)) != 0)
-		return sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long"), -1;
-	if (sbx_workspace_uid(registry, r->req.ws.fd, &range, &out->uid, e) != 0)
-		return -1;
-	snprintf(value, sizeof(value), "%u:%u", (unsigned)out->uid, (unsigned)out->gid);
-	setenv("SBX_RUN_AS", value, 1);
-	r->workload_uid = (long long)out->uid;
-	return 0;
-}
 
 /* What a standby made while waiting: its directory, held process, cgroups. */
 static void release_standby(struct run *r)
@@ -113,35 +51,6 @@ static _Noreturn void refuse(struct run *r, const struct sbx_error *e)
 {
 	release_standby(r);
 	sbx_die(e);
-}
-
-void run_record_supervisor(struct run *r)
-{
-	struct sbx_error e;
-	char path[PATH_MAX + 256], start[32];
-	sbx_process_start_time(getpid(), start, sizeof(start));
-	char *text = NULL;
-	if (asprintf(&text, "{\"pid\":%d,\"startTime\":\"%s\"}\n", (int)getpid(), start) > 0) {
-		snprintf(path, sizeof(path), "%s/supervisor.json", r->exec_dir);
-		sbx_atomic_replace(path, text, strlen(text), 0600, false, &e); /* no process outlives a power cut */
-	}
-	free(text);
-}
-
-/* The launch spec, kept beside the result (the environment and working
- * directory the sandbox got come from sbx-launch's plan at start); not
- * under --transient, whose caller removes the directory unread (a file
- * created costs ~0.3 ms of CPU on a busy ext4 here). */
-static int record_spec(struct run *r, struct sbx_error *e)
-{
-	if (r->transient)
-		return 0;
-	char *text = json_dumps(r->req.spec, JSON_COMPACT);
-	char path[PATH_MAX + 256];
-	snprintf(path, sizeof(path), "%s/launch-spec.json", r->exec_dir);
-	int rc = text ? sbx_atomic_replace(path, text, strlen(text), 0600, false, e) : -1; /* a record, never read back */
-	free(text);
-	return rc;
 }
 
 /* The signals that stop a run: SIGTERM, SIGINT, SIGHUP. */
@@ -438,7 +347,7 @@ int main(int argc, char **argv)
 			r->egress_resolve[r->n_egress_resolve++] = optarg;
 			break;
 		case 'I': r->egress_idle_s = (int)sbx_cli_parse_long("--egress-idle-s", optarg, 1, 86400 * 30); break;
-		case 'h': usage(stdout); return SBX_EXIT_OK;
+		case 'h': run_usage(stdout); return SBX_EXIT_OK;
 		case 'V': sbx_cli_print_version("sbx-run"); return SBX_EXIT_OK;
 		default: sbx_cli_bad_option("sbx-run", argv[optind - 1]);
 		}
@@ -549,10 +458,10 @@ int main(int argc, char **argv)
 
 	/* 3. The worker's scratch and channel, provenance, then the run. */
 	struct sbx_run_as who, workload;
-	if (sbx_run_as_resolve(NULL, &who, &e) != 0 || workload_identity(r, &who, &workload, &e) != 0 ||
+	if (sbx_run_as_resolve(NULL, &who, &e) != 0 || run_workload_identity(r, &who, &workload, &e) != 0 ||
 	    worker_open(r, workload.uid, workload.gid, who.switch_user, &e) != 0 || run_egress_acquire(r, &who, &e) != 0)
 		fail(r, &e);
-	else if (record_spec(r, &e) != 0 || (r->job && run_job_manifest_start(r, &e) != 0))
+	else if (run_record_spec(r, &e) != 0 || (r->job && run_job_manifest_start(r, &e) != 0))
 		fail(r, &e);
 	else
 		execute(r, &e);

@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Job mode: the run document and what has been uploaded (job.c). */
 struct run_job {
@@ -141,6 +142,9 @@ int run_job_manifest_start(struct run *r, struct sbx_error *e);
 /* The failure class of an exit status (NULL for 0). */
 const char *run_failure_class_of(int status);
 
+/* usage.c: --help. */
+void run_usage(FILE *out);
+
 /* report.c */
 long long run_now_ms(void);
 void run_event(const char *event, struct run *r, json_t *extra);
@@ -151,6 +155,10 @@ int run_write_result(struct run *r, json_t *result, struct sbx_error *e);
  * execution directory made while it waits. */
 void run_settle_state_dir(struct run *r);
 void run_record_supervisor(struct run *r);
+/* launch-spec.json beside the result (not under --transient). */
+int run_record_spec(struct run *r, struct sbx_error *e);
+/* identity.c: who the workload runs as (SBX_RUN_AS set for sbx-launch). */
+int run_workload_identity(struct run *r, const struct sbx_run_as *who, struct sbx_run_as *out, struct sbx_error *e);
 void run_stage(struct run *r);
 /* 1: the staged directory is now exec_dir; 0: none (make it); -1: the
  * execution id is taken (e says so). The staging goes either way. */
