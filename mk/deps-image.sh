@@ -7,18 +7,5 @@ set -eu
 PACKAGES="podman buildah mmdebstrap runc uidmap slirp4netns fuse-overlayfs
 containernetworking-plugins debian-archive-keyring"
 
-missing=""
-for p in $PACKAGES; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-    [ "$status" = installed ] || missing="$missing $p"
-done
-if [ -z "$missing" ]; then
-    echo "deps-image: all $(echo $PACKAGES | wc -w) packages installed"
-    exit 0
-fi
-
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "deps-image: installing:$missing"
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+# shellcheck disable=SC2086
+exec sh "$(dirname "$0")/apt-install.sh" deps-image $PACKAGES

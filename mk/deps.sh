@@ -26,20 +26,6 @@ node_deps() {
     touch "$node_dir/node_modules"
 }
 
-missing=""
-for p in $PACKAGES; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-    [ "$status" = installed ] || missing="$missing $p"
-done
-if [ -z "$missing" ]; then
-    echo "deps: all $(echo $PACKAGES | wc -w) packages installed"
-    node_deps
-    exit 0
-fi
-
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "deps: installing:$missing"
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+# shellcheck disable=SC2086
+sh "$(dirname "$0")/apt-install.sh" deps $PACKAGES
 node_deps

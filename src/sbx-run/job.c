@@ -20,7 +20,7 @@
 
 #define BOOTSTRAP_DEADLINE_MS 120000
 #define MANIFEST_SLICE_MS 3000   /* kept back from the uploads for the manifest (at most a third of the reserve) */
-#define JOB_OUTPUTS_MAX 10000    /* files sent per folder; past it, the rest is listed as not sent */
+#define JOB_OUTPUTS_MAX 10000    /* outputs sent per run; past it the rest is not sent (one warning) */
 
 /* A copy of an environment variable, then gone from the environment: the
  * nonce and the URL reach no child (the gateway, sbx-launch, bwrap). */

@@ -206,7 +206,7 @@ print(os.getuid(), os.path.exists(\"/proc/self/status\"))"}' > "$dir/request.jso
                exec sbx-httpd --ready-fd 3 3>/ready/ready.tmp 2>/ready/err' >/dev/null
     for _ in $(seq 300); do
         [ -s "$dir/ready.tmp" ] && break
-        sleep 0.1
+        read -rt 0.1 <> <(:) || true
     done
     port=$(jq -r .port "$dir/ready.tmp")
     [ -n "$port" ] || fail "sbx-httpd did not start: $(cat "$dir/err")"

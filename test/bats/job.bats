@@ -74,6 +74,22 @@ job() {
     printf '%s\n' "$output" | grep '^{"event"' > "$T/events" || true
 }
 
+# job_start OUT [sbx-run options]: the same in the background, events to
+# OUT; sets JOB_PID. await_ready: the workload wrote /scratch/ready (bounded).
+job_start() {
+    local out=$1
+    shift
+    env -i PATH="$PATH" SBX_DATA_DIR="$T/data" MAPI_RUN_ID="$RUN_ID" MAPI_NONCE="$NONCE" MAPI_BOOTSTRAP_URL="$URL" \
+        sbx-run "$@" > "$out" 2> "$T/err" 3>&- &
+    JOB_PID=$!
+}
+
+await_ready() {
+    local ready="$T/data/executions/$RUN_ID/scratch/ready"
+    for _ in $(seq 400); do [ -f "$ready" ] && break; read -rt 0.05 <> <(:) || true; done
+    [ -f "$ready" ]
+}
+
 keys() { cp list --prefix "runs/$RUN_ID/" | jq -r .key | sort; }
 
 @test "a job fetches and deletes its bootstrap, uploads outputs and media byte-exact, and PUTs a manifest that verifies" {
@@ -210,18 +226,14 @@ runs/$RUN_ID/outputs/sub/two.bin"
              while :; do sleep 0.05; done'
     bootstrap
     mkfifo "$T/events.fifo"
-    env -i PATH="$PATH" SBX_DATA_DIR="$T/data" MAPI_RUN_ID="$RUN_ID" MAPI_NONCE="$NONCE" MAPI_BOOTSTRAP_URL="$URL" \
-        sbx-run --deadline-reserve-ms 20000 > "$T/events.fifo" 2> "$T/err" 3>&- &
-    pid=$!
+    job_start "$T/events.fifo" --deadline-reserve-ms 20000
+    pid=$JOB_PID
     exec 8< "$T/events.fifo"
     while read -r -t 30 -u 8 line; do
         printf '%s\n' "$line" >> "$T/events"
         [[ "$line" == *'"event":"started"'* ]] && break
     done
-    # The workload is up when its scratch says so (bounded).
-    scratch=$(ls -d "$T/data/executions/$RUN_ID/scratch")
-    for _ in $(seq 400); do [ -f "$scratch/ready" ] && break; read -rt 0.05 <> <(:) || true; done
-    [ -f "$scratch/ready" ]
+    await_ready
     kill -TERM "$pid"
     cat <&8 >> "$T/events"
     exec 8<&-
@@ -287,11 +299,9 @@ runs/$RUN_ID/media/good.png"
     request 'echo a > /scratch/outputs/a; echo ready > /scratch/ready; trap "" TERM; while :; do sleep 0.1; done'
     bootstrap
     curl -sS -X POST "$ENDPOINT/__faults" -d '{"method":"POST","count":5,"action":"hang"}' > /dev/null
-    env -i PATH="$PATH" SBX_DATA_DIR="$T/data" MAPI_RUN_ID="$RUN_ID" MAPI_NONCE="$NONCE" MAPI_BOOTSTRAP_URL="$URL" \
-        sbx-run --deadline-reserve-ms 4000 --grace-ms 1000 > "$T/events" 2> "$T/err" 3>&- &
-    pid=$!
-    for _ in $(seq 400); do [ -f "$T/data/executions/$RUN_ID/scratch/ready" ] && break; read -rt 0.05 <> <(:) || true; done
-    [ -f "$T/data/executions/$RUN_ID/scratch/ready" ]
+    job_start "$T/events" --deadline-reserve-ms 4000 --grace-ms 1000
+    pid=$JOB_PID
+    await_ready
     kill -TERM "$pid"
     wait "$pid" && rc=0 || rc=$?
     [ "$rc" -eq 7 ]
@@ -302,10 +312,9 @@ runs/$RUN_ID/media/good.png"
 @test "the nonce and the bootstrap URL are wiped from sbx-run's own /proc environ" {
     request 'echo ready > /scratch/ready; sleep 30'
     bootstrap
-    env -i PATH="$PATH" SBX_DATA_DIR="$T/data" MAPI_RUN_ID="$RUN_ID" MAPI_NONCE="$NONCE" MAPI_BOOTSTRAP_URL="$URL" \
-        sbx-run > "$T/events" 2> "$T/err" 3>&- &
-    pid=$!
-    for _ in $(seq 400); do [ -f "$T/data/executions/$RUN_ID/scratch/ready" ] && break; read -rt 0.05 <> <(:) || true; done
+    job_start "$T/events"
+    pid=$JOB_PID
+    await_ready
     tr '\0' '\n' < "/proc/$pid/environ" > "$T/environ"
     kill -TERM "$pid"
     wait "$pid" || true
