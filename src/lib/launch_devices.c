@@ -82,28 +82,35 @@ static int parse_nodes(const json_t *nodes, struct sbx_launch_devices *d, struct
 	return 0;
 }
 
-static int parse_read_only(const json_t *paths, struct sbx_launch_devices *d, struct sbx_error *e)
+int sbx_launch_read_only_paths(const json_t *paths, const char *field, struct sbx_strvec *out, struct sbx_error *e)
 {
 	size_t i;
 	json_t *p;
 
-	if (json_array_size(paths) > SBX_DEVICE_PATHS_MAX)
-		return fail(e, "readOnly", 0, "at most 64 paths");
+	if (!paths || json_is_null(paths))
+		return 0;
+	if (!json_is_array(paths) || json_array_size(paths) > SBX_DEVICE_PATHS_MAX) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s: an array of at most 64 paths", field);
+		return -1;
+	}
 	json_array_foreach(paths, i, p) {
-		const char *path = json_string_value(p);
+		const char *path = json_string_value(p), *why = NULL;
+		char *real = path && path[0] == '/' ? realpath(path, NULL) : NULL;
 		if (!path)
-			return fail(e, "readOnly", i, "must be a string");
-		char *real = path[0] == '/' ? realpath(path, NULL) : NULL;
-		bool canonical = real && !strcmp(real, path);
+			why = "must be a string";
+		else if (!real || strcmp(real, path) != 0)
+			why = "must be an existing canonical absolute path";
 		free(real);
-		if (!canonical)
-			return fail(e, "readOnly", i, "must be an existing canonical absolute path");
 		/* Below /tmp is fine: these binds come after its tmpfs. */
-		for (size_t k = 0; launch_mounts[k]; k++)
+		for (size_t k = 0; !why && launch_mounts[k]; k++)
 			if ((strcmp(launch_mounts[k], "/tmp") != 0 && sbx_path_is_within(launch_mounts[k], path)) ||
 			    sbx_path_is_within(path, launch_mounts[k]))
-				return fail(e, "readOnly", i, "overlaps a mount the launch makes itself");
-		sbx_strvec_push(&d->read_only, path);
+				why = "overlaps a mount the launch makes itself";
+		if (why) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s[%zu]: %s", field, i, why);
+			return -1;
+		}
+		sbx_strvec_push(out, path);
 	}
 	return 0;
 }
@@ -146,7 +153,7 @@ int sbx_launch_devices_parse(const json_t *doc, struct sbx_launch_devices *d, st
 	d->present = true;
 	if (sbx_json_validate(doc, fields, COUNT(fields), "devices", e) != 0 ||
 	    parse_nodes(json_object_get(doc, "nodes"), d, e) != 0 ||
-	    parse_read_only(json_object_get(doc, "readOnly"), d, e) != 0 ||
+	    sbx_launch_read_only_paths(json_object_get(doc, "readOnly"), "devices.readOnly", &d->read_only, e) != 0 ||
 	    parse_env(json_object_get(doc, "env"), d, e) != 0)
 		return -1;
 	const char *prefix = sbx_json_string_or(doc, "pathPrefix", NULL);

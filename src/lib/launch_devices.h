@@ -24,5 +24,8 @@ struct sbx_launch_devices {
 /* Validates doc (null or absent: no devices). Errors name devices.<field>. */
 int sbx_launch_devices_parse(const json_t *doc, struct sbx_launch_devices *d, struct sbx_error *e);
 void sbx_launch_devices_free(struct sbx_launch_devices *d);
+/* Existing canonical absolute paths clear of the launch's own mounts (at
+ * most 64), appended to out; errors name field[i]. Null or absent: none. */
+int sbx_launch_read_only_paths(const json_t *paths, const char *field, struct sbx_strvec *out, struct sbx_error *e);
 
 #endif

@@ -23,7 +23,7 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 		      struct sbx_launch_plan *p)
 {
 	const struct sbx_launch_devices *d = &s->devices;
-	const char *base = s->env_prefix.fd >= 0 ? SCIENCE_ENV "/bin:/usr/bin:/bin" : "/usr/bin:/bin";
+	const char *base = s->env_prefix.fd >= 0 && !s->env_writable ? SCIENCE_ENV "/bin:/usr/bin:/bin" : "/usr/bin:/bin";
 	char path[1200];
 
 	setenv_(p, "HOME", "/tmp");
@@ -176,8 +176,13 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	/* The devices' files, after /tmp exists so a tool kept there shows. */
 	for (size_t i = 0; i < s->devices.read_only.len; i++)
 		ro_bind(a, s->devices.read_only.items[i], s->devices.read_only.items[i]);
+	for (size_t i = 0; i < s->read_only.len; i++)
+		ro_bind(a, s->read_only.items[i], s->read_only.items[i]);
 	int binds = 0;
-	if (s->env_prefix.fd >= 0) {
+	if (s->env_prefix.fd >= 0 && s->env_writable) {
+		/* An installer's target: read-write where conda will find it. */
+		binds |= bind_fd(p, "--bind-fd", &s->env_prefix, s->env_mount ? s->env_mount : s->env_prefix.path);
+	} else if (s->env_prefix.fd >= 0) {
 		/* Twice: conda embeds the absolute prefix in scripts and libraries. */
 		binds |= bind_fd(p, "--ro-bind-fd", &s->env_prefix, SCIENCE_ENV);
 		if (strcmp(s->env_prefix.path, SCIENCE_ENV) != 0)

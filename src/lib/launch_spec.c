@@ -35,6 +35,7 @@ static const struct sbx_json_field spec_fields[] = {
 	{ "maxAddressSpaceBytes", SBX_JSON_INTEGER, false, true },
 	{ "scratch", SBX_JSON_STRING, false, true },
 	{ "skills", SBX_JSON_OBJECT, false, true },
+	{ "readOnlyPaths", SBX_JSON_ARRAY, false, true },
 };
 static const struct sbx_json_field skills_fields[] = {
 	{ "root", SBX_JSON_STRING, true, false },
@@ -46,6 +47,8 @@ static const struct sbx_json_field network_fields[] = {
 };
 static const struct sbx_json_field environment_fields[] = {
 	{ "prefix", SBX_JSON_STRING, true, false },
+	{ "writable", SBX_JSON_BOOL, false, false },
+	{ "mountPath", SBX_JSON_STRING, false, false },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -204,6 +207,21 @@ static int parse_environment(const json_t *env, struct sbx_launch_spec *s, struc
 		return 0;
 	if (sbx_json_validate(env, environment_fields, COUNT(environment_fields), "environment", e) != 0)
 		return -1;
+	/* writable: an installer's target, bound read-write at mountPath (its
+	 * own path by default) and nowhere else; host interpreters stay. */
+	s->env_writable = json_is_true(json_object_get(env, "writable"));
+	const char *at = json_string_value(json_object_get(env, "mountPath"));
+	if (at && !s->env_writable)
+		return bad(e, "bad-field", "environment.mountPath", "only with writable: true");
+	if (at && (at[0] != '/' || !sbx_path_plain_relative(at + 1) || strlen(at) >= PATH_MAX))
+		return bad(e, "bad-path", "environment.mountPath", "must be an absolute path without '.', '..' or empty segments");
+	for (const char *const *m = (const char *const[]){ "/usr", "/proc", "/dev", "/tmp", "/workspace", "/scratch",
+						     "/run", "/etc", "/skills", "/opt/science-env", NULL };
+	     at && *m; m++)
+		if (sbx_path_is_within(*m, at) || sbx_path_is_within(at, *m))
+			return bad(e, "bad-path", "environment.mountPath", "overlaps a mount the launch makes itself");
+	if (at && !(s->env_mount = strdup(at)))
+		return bad(e, "out-of-memory", "environment.mountPath", "no memory");
 	return host_dir(json_string_value(json_object_get(env, "prefix")), "environment.prefix", &s->env_prefix, e);
 }
 
@@ -243,6 +261,7 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 	sbx_strvec_init(&s->argv);
 	sbx_strvec_init(&s->env_keys);
 	sbx_strvec_init(&s->env_values);
+	sbx_strvec_init(&s->read_only);
 	s->tmp_size = SBX_TMP_SIZE_DEFAULT;
 	s->shm_size = SBX_SHM_SIZE_DEFAULT;
 	s->file_size_limit = -1;
@@ -274,7 +293,8 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 		s->profile = SBX_SECCOMP_NPU;
 	if ((v = present(doc, "scratch")) && host_dir(json_string_value(v), "scratch", &s->scratch, e) != 0)
 		return -1;
-	if (parse_skills(present(doc, "skills"), s, e) != 0)
+	if (parse_skills(present(doc, "skills"), s, e) != 0 ||
+	    sbx_launch_read_only_paths(present(doc, "readOnlyPaths"), "readOnlyPaths", &s->read_only, e) != 0)
 		return -1;
 	if ((v = present(doc, "tmpSizeBytes"))) {
 		s->tmp_size = json_integer_value(v);
@@ -308,6 +328,8 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	sbx_strvec_free(&s->argv);
 	sbx_strvec_free(&s->env_keys);
 	sbx_strvec_free(&s->env_values);
+	sbx_strvec_free(&s->read_only);
+	free(s->env_mount);
 	sbx_host_dir_close(&s->workspace);
 	sbx_host_dir_close(&s->ro_parent);
 	free(s->ws_mount);

@@ -33,6 +33,9 @@ struct sbx_launch_spec {
 	struct sbx_host_dir cwd_dir; /* the same directory below the workspace fd */
 	struct sbx_strvec env_keys, env_values; /* the spec's env, in its order */
 	struct sbx_host_dir env_prefix;  /* environment.prefix */
+	bool env_writable;       /* environment.writable: an installer's target, read-write */
+	char *env_mount;         /* environment.mountPath (writable only), or NULL: the prefix's own path */
+	struct sbx_strvec read_only; /* readOnlyPaths: bound read-only at their own paths */
 	struct sbx_host_dir scratch;     /* bound at /scratch */
 	struct sbx_host_dir skills_root; /* a skill package, read-only at /skills */
 	struct sbx_host_dir skills_ext;  /* its extensions, below the workspace fd, at /skill-extensions */

@@ -2,6 +2,7 @@
  * parent's page tables, no copy-on-write faults in a busy daemon); capture
  * with caps and a deadline. */
 #include "spawn.h"
+#include "child_env.h"
 #include "clock.h"
 #include "exitcodes.h"
 
@@ -27,7 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-extern char **environ;
 
 static void close_from(int lowest)
 {
@@ -44,11 +44,24 @@ int sbx_spawn_child_setup(const struct sbx_spawn *s)
 		setsid();
 	else if (s->new_process_group)
 		setpgid(0, 0);
-	if (s->die_with_parent)
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	for (size_t i = 0; i < s->n_cgroup_procs; i++)
 		if (s->cgroup_procs_fds[i] > 0 && write(s->cgroup_procs_fds[i], "0", 1) != 1)
 			return errno ? errno : EIO;
+	/* Raw system calls: they change this thread only (glibc's wrappers
+	 * would signal every thread of a process we share memory with), and
+	 * the child is single-threaded. Root must not come back. */
+	if (s->switch_ids) {
+		if (s->uid == 0 || s->gid == 0)
+			return EPERM;
+		if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, s->gid, s->gid, s->gid) != 0 ||
+		    syscall(SYS_setresuid, s->uid, s->uid, s->uid) != 0)
+			return errno ? errno : EPERM;
+		if (syscall(SYS_setresuid, 0, 0, 0) == 0)
+			return EPERM;
+	}
+	/* After the switch: a change of credentials clears the signal. */
+	if (s->die_with_parent)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	return 0;
 }
 
@@ -95,7 +108,7 @@ _Noreturn void sbx_spawn_child_exec(const struct sbx_spawn *s, int devnull, int 
 	close_from((int)total + 1);
 	if (s->cwd && chdir(s->cwd) != 0)
 		goto fail;
-	execve(s->argv[0], (char *const *)s->argv, s->envp ? s->envp : environ);
+	execve(s->argv[0], (char *const *)s->argv, s->envp);
 fail:;
 	int err = errno;
 	ssize_t ignored = write(report_fd, &err, sizeof(err));
@@ -173,8 +186,14 @@ pid_t sbx_spawn_start(const struct sbx_spawn *s, int *exec_errno, struct sbx_err
 			close(devnull);
 		return -1;
 	}
-	pid_t pid = vfork_child(s, devnull, report[1]);
-	int fork_errno = errno;
+	/* NULL asks for the pass-list environment (child_env.h), never ours whole. */
+	char **passed = s->envp ? NULL : sbx_child_environ();
+	struct sbx_spawn with_env = *s;
+	if (passed)
+		with_env.envp = passed;
+	pid_t pid = with_env.envp ? vfork_child(&with_env, devnull, report[1]) : -1;
+	int fork_errno = with_env.envp ? errno : ENOMEM;
+	free(passed);
 	if (pid > 0 && s->new_process_group && !s->new_session)
 		setpgid(pid, pid); /* both sides set it: no window where a kill misses */
 	close(report[1]);

@@ -23,6 +23,9 @@ struct sbx_spawn {
 	const int *cgroup_procs_fds; /* n_cgroup_procs fds; each > 0 gets the child's pid first */
 	size_t n_cgroup_procs;
 	const char *cwd;         /* NULL: this process's; a failed chdir fails the start */
+	bool switch_ids;         /* as root: drop to uid/gid, no supplementary groups, before the chdir and exec */
+	uid_t uid;
+	gid_t gid;
 };
 
 /* Starts the program. Returns its pid, or -1 with an error when it could

@@ -2,6 +2,7 @@
  * cgroups while the parent prepares, then execs what it is sent over a
  * socket pair (argv, environment, cwd as strings; fds as SCM_RIGHTS). */
 #include "spawn.h"
+#include "child_env.h"
 #include "exitcodes.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 #define ORDER_FDS 67      /* stdin, stdout, stderr and up to 64 more */
 #define ORDER_STRINGS 1024
 
-extern char **environ;
 
 /* The order, as the child receives it: counts, then the strings. */
 struct order_head {
@@ -126,10 +126,11 @@ static bool put_string(char *buf, size_t *len, const char *s)
 pid_t sbx_spawn_release(struct sbx_spawn_holder *h, const struct sbx_spawn *s, int *exec_errno, struct sbx_error *e)
 {
 	char *buf = malloc(ORDER_MAX);
-	char *const *env = s->envp ? s->envp : environ;
+	char **passed = s->envp ? NULL : sbx_child_environ();
+	char *const *env = s->envp ? s->envp : passed;
 	struct order_head head = { .n_fds = 3 + (unsigned)s->n_extra, .has_cwd = s->cwd != NULL };
 	size_t len = 0;
-	bool fits = buf && s->n_extra <= ORDER_FDS - 3;
+	bool fits = buf && env && s->n_extra <= ORDER_FDS - 3;
 	for (; fits && s->argv[head.n_argv]; head.n_argv++)
 		fits = head.n_argv < ORDER_STRINGS && put_string(buf, &len, s->argv[head.n_argv]);
 	for (; fits && env[head.n_env]; head.n_env++)
@@ -160,6 +161,7 @@ pid_t sbx_spawn_release(struct sbx_spawn_holder *h, const struct sbx_spawn *s, i
 	ssize_t sent = fits && devnull >= 0 ? sendmsg(h->sock, &msg, MSG_NOSIGNAL) : -1;
 	int send_errno = fits ? errno : E2BIG;
 	free(buf);
+	free(passed);
 	if (devnull >= 0)
 		close(devnull);
 	if (sent < 0) {

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define BROKER_LOG_BUDGET_DEFAULT (1ll << 30)
 #define BROKER_INPUTS_MAX (64u << 10)
@@ -46,16 +47,34 @@ int broker_set_state(const struct broker *b, const char *id, const char *state, 
 
 /* environment.c: the managed interpreter of a revision and its site-packages. */
 int broker_managed_python(const char *revision, char *python, char *site, size_t size, struct sbx_error *e);
-/* The job's environment (npu.md 2.4): NULL-terminated "K=V" strings. */
-char **broker_job_environ(const char *workspace, const char *site_packages);
+/* The job's environment (npu.md 2.4) from a pass-list, HOME the job's
+ * runner-owned home: NULL-terminated "K=V" strings. */
+char **broker_job_environ(const char *workspace, const char *home, const char *site_packages);
 void broker_free_environ(char **env);
+
+/* job_home.c: who a job runs as (never root) and its runner-owned home. */
+struct broker_job_ids {
+	bool switch_ids; /* started as root: the job drops to uid/gid */
+	uid_t uid;
+	gid_t gid;
+};
+int broker_job_identity(const char *workspace, struct broker_job_ids *ids, struct sbx_error *e);
+/* <dir>/homes/<id> with tmp/, .cache/ and inputs/, owned by the job's uid, 0700. */
+int broker_job_home(const struct broker *b, const char *id, const struct broker_job_ids *ids, char *home,
+		    size_t size, struct sbx_error *e);
+void broker_job_home_remove(const char *home);
 
 /* template.c */
 struct broker_template_ctx {
 	const struct broker *b;
 	const char *workload_id, *workspace, *revision;
 	const json_t *inputs;
+	const char *home;                  /* the job's home: inputs are copied there (NULL: checked only) */
+	const struct broker_job_ids *ids;
 };
+/* ${input:field}: the file opened below the workspace's fd and copied into
+ * <home>/inputs/, whose path it returns (job_home.c). */
+char *broker_input_copy(const struct broker_template_ctx *c, const char *field, struct sbx_error *e);
 char *broker_expand(const struct broker_template_ctx *c, const char *text, struct sbx_error *e);
 /* inputs[field]: a workspace-relative path resolving inside the workspace;
  * its realpath, or NULL with the upstream message. */

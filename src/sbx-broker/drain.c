@@ -237,7 +237,8 @@ static void run_job(struct broker *b, const char *id, int sfd, bool *stop)
 	const json_t *inputs = json_object_get(job, "inputs");
 	char *workspace = NULL, **argv = NULL, **env = NULL;
 	size_t argc = 0;
-	char program[PATH_MAX], site[PATH_MAX], python[PATH_MAX], msg[1100];
+	char program[PATH_MAX], site[PATH_MAX], python[PATH_MAX], msg[1100], home[PATH_MAX + 300] = "";
+	struct broker_job_ids ids;
 
 	/* The workspace, read from the row: summaries blank it. */
 	sqlite3_stmt *st = broker_sql(b, "SELECT workspace FROM jobs WHERE id = ?1");
@@ -250,30 +251,33 @@ static void run_job(struct broker *b, const char *id, int sfd, bool *stop)
 		finish(&r, "failed", msg, NULL, NULL, NULL);
 		goto out;
 	}
-	struct broker_template_ctx ctx = { b, json_string_value(json_object_get(wl, "id")), workspace, revision, inputs };
+	/* Never root, never a home the workload can reach (job_home.c). */
+	if (broker_job_identity(workspace, &ids, &e) != 0 || broker_job_home(b, id, &ids, home, sizeof(home), &e) != 0)
+		goto failed;
+	struct broker_template_ctx ctx = { b, json_string_value(json_object_get(wl, "id")), workspace, revision, inputs,
+					   home, &ids };
 	const json_t *args = json_object_get(wl, "args");
-	argv = calloc(json_array_size(args) + 2, sizeof(*argv));
+	argv = calloc(json_array_size(args) + 3, sizeof(*argv));
 	if (!argv || !(argv[argc++] = broker_expand(&ctx, json_string_value(json_object_get(wl, "program")), &e)))
 		goto failed;
-	for (size_t i = 0; i < json_array_size(args); i++)
-		if (!(argv[argc++] = broker_expand(&ctx, json_string_value(json_array_get(args, i)), &e)))
-			goto failed;
 	if (!sbx_find_executable(argv[0], program, sizeof(program))) {
 		sbx_error_set(&e, SBX_EXIT_USAGE, "not-found", "NPU workload program not found: %.300s", argv[0]);
 		goto failed;
 	}
 	free(argv[0]);
 	argv[0] = strdup(program);
+	/* A Python started for a job ignores user site-packages (-s, and
+	 * PYTHONNOUSERSITE below for the ones it starts). */
+	const char *base = strrchr(program, '/') ? strrchr(program, '/') + 1 : program;
+	if (!strncmp(base, "python", 6) && !(argv[argc++] = strdup("-s")))
+		goto failed;
+	for (size_t i = 0; i < json_array_size(args); i++)
+		if (!(argv[argc++] = broker_expand(&ctx, json_string_value(json_array_get(args, i)), &e)))
+			goto failed;
 	if (revision && broker_managed_python(revision, python, site, sizeof(site), &e) != 0)
 		goto failed;
-	if (!(env = broker_job_environ(workspace, revision ? site : NULL)))
+	if (!(env = broker_job_environ(workspace, home, revision ? site : NULL)))
 		goto failed;
-	char home[PATH_MAX + 16];
-	snprintf(home, sizeof(home), "%s/.npu-home", workspace);
-	if (mkdir(home, 0700) != 0 && errno != EEXIST) {
-		sbx_error_set(&e, SBX_EXIT_INTERNAL, "home", "%.300s: %s", home, strerror(errno));
-		goto failed;
-	}
 	json_t *audit = audit_record(argv, env);
 	char *text = json_dumps(audit, JSON_COMPACT);
 	json_decref(audit);
@@ -297,7 +301,8 @@ static void run_job(struct broker *b, const char *id, int sfd, bool *stop)
 		goto failed;
 	}
 	struct sbx_spawn sp = { .argv = (const char *const *)argv, .envp = env, .stdin_fd = -1, .stdout_fd = out[1],
-				.stderr_fd = err[1], .new_process_group = true, .die_with_parent = true, .cwd = workspace };
+				.stderr_fd = err[1], .new_process_group = true, .die_with_parent = true, .cwd = workspace,
+				.switch_ids = ids.switch_ids, .uid = ids.uid, .gid = ids.gid };
 	int exec_errno = 0;
 	r.pid = sbx_spawn_start(&sp, &exec_errno, &e);
 	close(out[1]);
@@ -337,6 +342,7 @@ out:
 		free(argv[i]);
 	free(argv);
 	broker_free_environ(env);
+	broker_job_home_remove(home);
 	free(workspace);
 	json_decref(job);
 }

@@ -70,7 +70,7 @@ static const char *const kept_names[] = {
 };
 static const char *const kept_prefixes[] = { "ASCEND_", "ANTIBODY_", "CANN_", "HCCL_", "HMMER_", "MINDSCIENCE_",
 					     "MINDSPORE_", "MS_", "NPU_", "RANK_", NULL };
-/* HOME and PYTHONPATH are kept too, but set below. */
+/* HOME and PYTHONPATH are set below. */
 
 static bool kept(const char *name, size_t len)
 {
@@ -96,7 +96,7 @@ static void add_path_entries(struct sbx_strvec *parts, const char *list)
 	free(copy);
 }
 
-char **broker_job_environ(const char *workspace, const char *site_packages)
+char **broker_job_environ(const char *workspace, const char *home, const char *site_packages)
 {
 	regex_t secret;
 	struct sbx_strvec out, py;
@@ -135,7 +135,12 @@ char **broker_job_environ(const char *workspace, const char *site_packages)
 		}
 	}
 	sbx_strvec_free(&py);
-	sbx_strvec_pushf(&out, "HOME=%s/.npu-home", workspace);
+	/* HOME, TMPDIR and caches in the runner-owned per-job directory, and
+	 * no user site-packages: nothing the workload planted runs. */
+	sbx_strvec_pushf(&out, "HOME=%s", home);
+	sbx_strvec_pushf(&out, "TMPDIR=%s/tmp", home);
+	sbx_strvec_pushf(&out, "XDG_CACHE_HOME=%s/.cache", home);
+	sbx_strvec_push(&out, "PYTHONNOUSERSITE=1");
 	sbx_strvec_push(&out, "ANTIBODY_ALLOW_HOST_NPU_PYTHON=1");
 	sbx_strvec_push(&out, "SCIENCE_AGENT_NPU_BROKER=1");
 	sbx_strvec_push(&out, "SCIENCE_AGENT_NPU_BROKER_MODE=1");

@@ -78,7 +78,7 @@ static char *evaluate(const struct broker_template_ctx *c, const char *expr, con
 	if (!strcmp(expr, "workspaceRoot"))
 		return strdup(c->workspace);
 	if (!strncmp(expr, "input:", 6))
-		return broker_workspace_input(c->workload_id, c->workspace, c->inputs, expr + 6, e);
+		return broker_input_copy(c, expr + 6, e);
 	if (!strncmp(expr, "repo:", 5))
 		return repo_path(c->b, expr + 5, source, e);
 	if (!strncmp(expr, "env:", 4)) {

@@ -129,6 +129,7 @@ static _Noreturn void run_workload(char **argv, const sigset_t *old_mask, const 
 	signal(SIGPIPE, SIG_DFL);
 	sigprocmask(SIG_SETMASK, old_mask, NULL);
 	setrlimit(RLIMIT_NOFILE, nofile);
+	/* The workload, with the environment the launch built for the sandbox. */
 	execvp(argv[0], argv);
 	int code = errno == ENOENT ? 127 : 126;
 	fprintf(stderr, "sbx-egress-bridge: %s: %s\n", argv[0], strerror(errno));

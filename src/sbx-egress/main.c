@@ -35,6 +35,8 @@ int bridge_exec(int argc, char **argv)
 	if (sbx_sibling_program("sbx-egress-bridge", path, sizeof(path)) != 0)
 		sbx_cli_usage_error("sbx-egress", "bridge: sbx-egress-bridge is not installed next to sbx-egress");
 	argv[1] = path;
+	/* The same program by another name, in the caller's place (inside a
+	 * sandbox, whose environment the launch built): it inherits as is. */
 	execv(path, argv + 1);
 	fprintf(stderr, "sbx-egress: bridge: %s: %s\n", path, strerror(errno));
 	return SBX_EXIT_INTERNAL;

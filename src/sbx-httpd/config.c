@@ -1,6 +1,7 @@
 /* config.c — runner-api 1.2: every variable trimmed, empty means the
  * default, an invalid value stops startup naming the variable. */
 #include "httpd.h"
+#include "../lib/child_env.h"
 #include "../lib/diag.h"
 #include "../lib/error.h"
 #include "../lib/exitcodes.h"
@@ -94,6 +95,9 @@ void config_load(struct config *c)
 	if (!v)
 		snprintf(c->token, sizeof(c->token), "sciencediscovery-runner-local");
 	c->token_len = strlen(c->token);
+	/* Gone from our environment and from /proc/<pid>/environ: no child
+	 * could inherit it even past the pass-list (child_env.h). */
+	free(sbx_env_take("SCIENCE_AGENT_RUNNER_TOKEN"));
 	absolute("SCIENCE_AGENT_DATA_DIR",
 		 (v = value("SCIENCE_AGENT_DATA_DIR", buf, sizeof(buf))) ? v : ".sciencediscovery-data", c->data_dir,
 		 sizeof(c->data_dir));

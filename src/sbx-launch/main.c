@@ -310,7 +310,7 @@ int main(int argc, char **argv)
 		check_access(&spec.cwd_dir, X_OK, "cwd", &who);
 	}
 	check_access(&spec.ro_parent, R_OK | X_OK, "readOnlyWorkspace", &who);
-	check_access(&spec.env_prefix, R_OK | X_OK, "environment.prefix", &who);
+	check_access(&spec.env_prefix, spec.env_writable ? R_OK | W_OK | X_OK : R_OK | X_OK, "environment.prefix", &who);
 	check_access(&spec.skills_root, R_OK | X_OK, "skills.root", &who);
 	if (!(who.switch_user && o.dry_run)) {
 		check_access(&spec.skills_ext, R_OK | W_OK | X_OK, "skills.extensions", &who);
@@ -321,7 +321,7 @@ int main(int argc, char **argv)
 	json_t *probe = capabilities(given_caps, user_cache, &profile);
 
 	/* 4. The command line. */
-	sbx_launch_host_scan(spec.env_prefix.fd >= 0, &host);
+	sbx_launch_host_scan(spec.env_prefix.fd >= 0 && !spec.env_writable, &host);
 	if (spec.egress_socket && sbx_launch_host_find_bridge(&host, &e) != 0)
 		sbx_die(&e);
 	if (spec.channel && sbx_launch_host_find_report(&host, &e) != 0)

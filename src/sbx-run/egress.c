@@ -3,6 +3,7 @@
  * answers, and held (a shared lock) so it cannot idle out during the run. */
 #include "run.h"
 #include "../lib/atomic_file.h"
+#include "../lib/child_env.h"
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
@@ -84,8 +85,13 @@ static int start_gateway(struct run *r, const char *base, const char *owner, str
 		argv[argc++] = r->egress_resolve[i];
 	}
 	int ready[2];
-	if (pipe2(ready, O_CLOEXEC) != 0)
-		return unavailable(e, "%s", strerror(errno));
+	/* The pass-list environment (child_env.h): a token never reaches the
+	 * one long-lived host process that parses every tenant's bytes. */
+	char **env = sbx_child_environ();
+	if (!env || pipe2(ready, O_CLOEXEC) != 0) {
+		free(env);
+		return unavailable(e, "%s", strerror(errno ? errno : ENOMEM));
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* The middle process exits at once: the gateway is nobody's child. */
@@ -104,10 +110,11 @@ static int start_gateway(struct run *r, const char *base, const char *owner, str
 		/* dac_override, held where it stands in for dac_read_search, is
 		 * sbx-run's and sbx-launch's walks' only: not the gateway's. */
 		(void)prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0);
-		execv(egress, (char *const *)argv);
+		execve(egress, (char *const *)argv, env);
 		_exit(SBX_EXIT_INTERNAL);
 	}
 	close(ready[1]);
+	free(env);
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
 	char buf[16] = "";

@@ -2,6 +2,7 @@
  * (fetch, claim, delete, validate), the platform's SIGTERM, and the
  * uploads of outputs, media and checkpoints through the document's grants. */
 #include "run.h"
+#include "../lib/child_env.h"
 #include "../lib/clock.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
@@ -22,23 +23,10 @@
 #define MANIFEST_SLICE_MS 3000   /* kept back from the uploads for the manifest (at most a third of the reserve) */
 #define JOB_OUTPUTS_MAX 10000    /* outputs sent per run; past it the rest is not sent (one warning) */
 
-/* A copy of an environment variable, then gone from the environment: the
- * nonce and the URL reach no child (the gateway, sbx-launch, bwrap). */
-static char *take_env(const char *name)
-{
-	char *v = getenv(name);
-	char *copy = v && *v ? strdup(v) : NULL;
-	/* unsetenv leaves the original block (/proc/<pid>/environ) as it was. */
-	if (v)
-		explicit_bzero(v, strlen(v));
-	unsetenv(name);
-	return copy;
-}
-
 json_t *run_job_bootstrap(struct run *r, const char *url_flag, struct sbx_error *e)
 {
 	struct run_job *j = calloc(1, sizeof(*j));
-	char *env_url = take_env("MAPI_BOOTSTRAP_URL"), *nonce = take_env("MAPI_NONCE"), *run_id = take_env("MAPI_RUN_ID");
+	char *env_url = sbx_env_take("MAPI_BOOTSTRAP_URL"), *nonce = sbx_env_take("MAPI_NONCE"), *run_id = sbx_env_take("MAPI_RUN_ID");
 	const char *url = url_flag ? url_flag : env_url, *delete_url;
 	json_t *doc = NULL, *request = NULL;
 	char *text = NULL;

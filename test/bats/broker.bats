@@ -16,8 +16,19 @@ setup() {
     export SBX_BROKER_ROOT="$(cd "$FIXTURES/../.." && pwd)"
     export SCIENCE_AGENT_NPU_PYTHON=/usr/bin/python3
     export SBX_TEST_FIFO="$WORK/fifo"
-    mkfifo "$SBX_TEST_FIFO"
+    mkfifo -m 0666 "$SBX_TEST_FIFO"
+    # As root, jobs run as the workspace's owner, else SBX_BROKER_RUN_AS:
+    # never root. The job's uid reaches the test's files through WORK.
+    if [ "$(id -u)" -eq 0 ]; then
+        id sbxtest >/dev/null 2>&1 || skip "needs the sbxtest user (test/run.sh creates it)"
+        export SBX_BROKER_RUN_AS=sbxtest
+        chmod 711 "$WORK"
+        chown sbxtest: "$WS"
+    fi
 }
+
+# own DIR: as root, DIR belongs to the job's user (a workspace an execution ran in).
+own() { [ "$(id -u)" -ne 0 ] || chown sbxtest: "$@"; }
 
 teardown() {
     rm -rf "$WORK"
@@ -70,22 +81,63 @@ err() { jq -r .message <<<"$stderr"; }
     assert_equal "$(jq_out '.state, .exitCode' | tr '\n' ' ')" "succeeded 0 "
     line=$(jq_out .logs.stdout)
     assert_equal "$(jq -r '.ok, .cwd, (.argv | join(" "))' <<<"$line" | tr '\n' '|')" "true|$WS|smoke $WS|"
-    assert_equal "$(jq -r '.env | [.ASCEND_VISIBLE, .HOME, .SCIENCE_AGENT_NPU_WORKSPACE, .SCIENCE_AGENT_NPU_BROKER_MODE, .ANTIBODY_ALLOW_HOST_NPU_PYTHON, .PYTHONPATH] | join("|")' <<<"$line")" \
-        "1|$WS/.npu-home|$WS|1|1|/host/py"
+    home="$DATA/npu-jobs/homes/j1"
+    assert_equal "$(jq -r '.env | [.ASCEND_VISIBLE, .HOME, .TMPDIR, .PYTHONNOUSERSITE, .SCIENCE_AGENT_NPU_WORKSPACE, .SCIENCE_AGENT_NPU_BROKER_MODE, .ANTIBODY_ALLOW_HOST_NPU_PYTHON, .PYTHONPATH] | join("|")' <<<"$line")" \
+        "1|$home|$home/tmp|1|$WS|1|1|/host/py"
     assert_equal "$(jq -c '.env | [has("ASCEND_API_KEY"), has("MS_SECRET_TOKEN"), has("UNRELATED")]' <<<"$line")" '[false,false,false]'
-    [ -d "$WS/.npu-home" ]
+    # The home is the runner's, per job, and gone with it; none in the workspace.
+    [ ! -e "$home" ] && [ ! -e "$WS/.npu-home" ]
+    # Never root: the workspace's owner as root, the caller otherwise.
+    assert_equal "$(jq -r .uid <<<"$line")" "$(stat -c %u "$WS")"
+    assert_equal "$(stat -c %u "$WS/made.txt")" "$(stat -c %u "$WS")"
     assert_equal "$(jq_out .logs.stderr)" "to stderr"
     assert_equal "$(jq -c .createdFiles <<<"$output")" '["made.txt"]'
-    assert_equal "$(jq_out '.audit.argv | join(" ")')" "$(readlink -f /usr/bin/python3) $SBX_BROKER_ROOT/test/fixtures/npu-workload.py smoke $WS"
+    assert_equal "$(jq_out '.audit.argv | join(" ")')" "$(readlink -f /usr/bin/python3) -s $SBX_BROKER_ROOT/test/fixtures/npu-workload.py smoke $WS"
     assert_equal "$(jq_out '.audit.env | has("UNRELATED")')" false
     run --separate-stderr sbx-broker --session s1 result j1
     assert_equal "$(jq_out '.job.id, (.job.createdFiles | length)' | tr '\n' ' ')" "j1 1 "
 }
 
+@test "hostile workspace: a planted .pth never runs, the job is never root, inputs are read from what was checked" {
+    [ "$(id -u)" -eq 0 ] || skip "the uid switch needs root"
+    marker="$WORK/pth-ran"
+    # What a workload could plant: user site-packages under every HOME it can reach.
+    for home in "$WS/.npu-home" "$WS"; do
+        site="$home/.local/lib/$(python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')/site-packages"
+        mkdir -p "$site"
+        echo "import os; open('$marker', 'w').write(str(os.getuid()))" > "$site/evil.pth"
+    done
+    chmod 777 "$WORK"
+    chown -R sbxtest: "$WS"
+    echo '{"real": 1}' > "$WS/cfg.json"
+    chown sbxtest: "$WS/cfg.json"
+    submit test.smoke h1
+    submit test.config h2 '{"inputs": {"configPath": "cfg.json"}}'
+    assert_success
+    # Swapped for symlinks after the check: outside is refused, inside read from the fd.
+    submit test.config h3 '{"inputs": {"configPath": "cfg.json"}}'
+    echo '{"first": 0}' > "$WS/cfg2.json"
+    submit test.config h4 '{"inputs": {"configPath": "cfg2.json"}}'
+    assert_success
+    echo '{"inside": 2}' > "$WS/other.json"
+    ln -sf other.json "$WS/cfg2.json"
+    ln -sf /etc/shadow "$WS/cfg.json.tmp" && mv -T "$WS/cfg.json.tmp" "$WS/cfg.json"
+    run --separate-stderr sbx-broker drain
+    assert_success
+    [ ! -e "$marker" ] || fail "a planted .pth ran as uid $(cat "$marker")"
+    assert_equal "$(field h1 .state)" succeeded
+    assert_equal "$(field h1 '.logs.stdout' | head -n 1 | jq -r .uid)" "$(id -u sbxtest)"
+    assert_equal "$(field h3 '.state, .error' | tr '\n' '|')" "failed|configPath must resolve inside the NPU job workspace|"
+    line=$(field h4 .logs.stdout)
+    assert_equal "$line" "$DATA/npu-jobs/homes/h4/inputs/cfg2.json {\"inside\": 2}"
+}
+
 @test "jobs run one at a time in submission order" {
     export SBX_TEST_ORDER="$WORK/order"
+    install -m 0666 /dev/null "$SBX_TEST_ORDER"
     for p in c a b; do
         mkdir -p "$DATA/projects/$p"
+        own "$DATA/projects/$p"
         WS="$DATA/projects/$p" submit test.order "job-$p"
         assert_success
     done
