@@ -46,6 +46,25 @@ void env_now(char out[32]);
 int env_run_tool(const struct envctx *c, const char *const *argv, char **out, struct sbx_error *e);
 int env_micromamba(const struct envctx *c, const char *const *args, char **out, struct sbx_error *e);
 
+/* install_box.c: the sandbox every tool runs in — sbx-launch as the
+ * install user (SBX_ENV_RUN_AS, never root), the target prefix (the value
+ * of --prefix, else the prefix of argv[0]) bound read-write by fd and
+ * nothing else writable but a per-call scratch directory, the provisioner,
+ * clone sources, stored wheels and the offline cache read-only, the
+ * network only through an sbx-egress gateway to the channel and index
+ * hosts the call names, the environment built from scratch. */
+struct env_box {
+	char *launch_argv[6];
+	int spec_fd;               /* the launch spec, for sbx-launch's stdin */
+	int fds[2];                /* the prefix, the scratch directory: fd:3, fd:4 */
+	size_t n_fds;
+	char scratch[PATH_MAX];    /* removed on close */
+	char gateway_dir[64];      /* the gateway's socket, policy and log; removed on close */
+	int gateway;               /* the egress gateway's pid, 0: none */
+};
+int env_box_open(const struct envctx *c, const char *const *argv, struct env_box *box, struct sbx_error *e);
+void env_box_close(struct env_box *box);
+
 /* provisioner.c */
 int env_provisioner_ready(struct envctx *c, void (*progress)(const char *phase, double fraction, void *arg),
 			  void *arg, struct sbx_error *e);

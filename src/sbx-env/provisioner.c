@@ -1,6 +1,6 @@
 /* provisioner.c — micromamba pinned by SHA-256 per platform (environments.md
  * 1.1): downloaded with libcurl (redirects, 120 s, 64 MiB), verified before
- * anything is published, installed by rename of a 0700 temp file. A stored
+ * anything is published, installed by rename of a 0755 temp file (the install user runs it in its sandbox). A stored
  * binary that fails its hash is replaced. An operator may pin another
  * release: SCIENCE_AGENT_MICROMAMBA_VERSION with SCIENCE_AGENT_MICROMAMBA_SHA256. */
 #include "env.h"
@@ -175,7 +175,7 @@ static int download(const char *url, struct body *b, struct sbx_error *e)
 	return 0;
 }
 
-/* <dest>.<pid>.<random>.download, exclusive, 0700, renamed onto dest. */
+/* <dest>.<pid>.<random>.download, exclusive, 0755, renamed onto dest. */
 static int publish(const char *dest, const char *buf, size_t len, struct sbx_error *e)
 {
 	char tmp[PATH_MAX + 64];
@@ -183,14 +183,14 @@ static int publish(const char *dest, const char *buf, size_t len, struct sbx_err
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (unsigned)getpid();
 	snprintf(tmp, sizeof(tmp), "%s.%d.%08x.download", dest, (int)getpid(), r);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
 	bool ok = fd >= 0;
 	for (size_t off = 0; ok && off < len;) {
 		ssize_t w = write(fd, buf + off, len - off);
 		ok = w > 0;
 		off += ok ? (size_t)w : 0;
 	}
-	ok = ok && fchmod(fd, 0700) == 0 && fsync(fd) == 0;
+	ok = ok && fchmod(fd, 0755) == 0 && fsync(fd) == 0;
 	if (fd >= 0)
 		close(fd);
 	ok = ok && rename(tmp, dest) == 0;

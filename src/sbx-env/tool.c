@@ -1,5 +1,6 @@
 /* tool.c — micromamba, pip and R as children: an explicit argv, no shell,
- * a timeout, bounded output; a failure names the exact argv. */
+ * a timeout, bounded output; a failure names the exact argv. Every tool
+ * runs inside an install sandbox (install_box.c), never on the host. */
 #include "env.h"
 #include "../lib/exitcodes.h"
 #include "../lib/spawn.h"
@@ -21,15 +22,23 @@ static void argv_text(const char *const *argv, char *out, size_t size)
 
 int env_run_tool(const struct envctx *c, const char *const *argv, char **out, struct sbx_error *e)
 {
-	/* A killed sbx-env takes its tool along: nothing changes a prefix after the
-	 * environment has been marked failed. */
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .new_process_group = true, .die_with_parent = true };
+	struct env_box box;
 	struct sbx_capture cap;
 	char cmd[2048], tail[600];
 	if (out)
 		*out = NULL;
 	argv_text(argv, cmd, sizeof(cmd));
-	if (sbx_spawn_capture(&s, c->tool_timeout_s * 1000, TOOL_OUTPUT_CAP, &cap, e) != 0) {
+	if (env_box_open(c, argv, &box, e) != 0)
+		return -1;
+	/* A killed sbx-env takes its tool along (sbx-launch's bwrap dies with
+	 * its parent): nothing changes a prefix after the environment has been
+	 * marked failed. */
+	struct sbx_spawn s = { .argv = (const char *const *)box.launch_argv, .stdin_fd = box.spec_fd,
+			       .extra_fds = box.fds, .n_extra = box.n_fds, .new_process_group = true,
+			       .die_with_parent = true };
+	int started = sbx_spawn_capture(&s, c->tool_timeout_s * 1000, TOOL_OUTPUT_CAP, &cap, e);
+	env_box_close(&box);
+	if (started != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "tool-failed", "%.1000s: cannot run", cmd);
 		return -1;
 	}
@@ -38,6 +47,9 @@ int env_run_tool(const struct envctx *c, const char *const *argv, char **out, st
 		sbx_last_line(cap.err && *cap.err ? cap.err : cap.out, tail, sizeof(tail));
 		if (cap.timed_out)
 			sbx_error_set(e, SBX_EXIT_TIMEOUT, "tool-timeout", "%.1000s: no answer within %d s", cmd, c->tool_timeout_s);
+		else if (WIFEXITED(cap.status) && WEXITSTATUS(cap.status) == SBX_EXIT_NO_SANDBOX)
+			sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "install-sandbox", "%.1000s: the install sandbox did not start: %s",
+				      cmd, tail);
 		else
 			sbx_error_set(e, SBX_EXIT_WORKLOAD, "tool-failed", "%.1000s: exit %d: %s", cmd,
 				      WIFEXITED(cap.status) ? WEXITSTATUS(cap.status) : 128 + WTERMSIG(cap.status), tail);
@@ -49,7 +61,8 @@ int env_run_tool(const struct envctx *c, const char *const *argv, char **out, st
 	return ok ? 0 : -1;
 }
 
-/* micromamba --no-rc ARGS with MAMBA_ROOT_PREFIX (and the offline cache). */
+/* micromamba --no-rc ARGS (its root prefix and package cache are the
+ * install sandbox's: install_box.c). */
 int env_micromamba(const struct envctx *c, const char *const *args, char **out, struct sbx_error *e)
 {
 	const char *argv[64] = { c->provisioner, "--no-rc" };
@@ -57,10 +70,5 @@ int env_micromamba(const struct envctx *c, const char *const *args, char **out, 
 	for (int i = 0; args[i] && n < 63; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	char root[PATH_MAX + 32];
-	snprintf(root, sizeof(root), "%s/provisioner", c->root);
-	setenv("MAMBA_ROOT_PREFIX", root, 1);
-	if (c->cache[0])
-		setenv("CONDA_PKGS_DIRS", c->cache, 1);
 	return env_run_tool(c, argv, out, e);
 }

@@ -9,6 +9,11 @@ setup() {
     launch_setup
     export SBX_DATA_DIR="$WORK/data" SCIENCE_AGENT_PROVISIONER_PATH="$FIXTURES/fake-micromamba" \
         FAKE_MICROMAMBA_CHANNELS="$FIXTURES/channels"
+    # The tools run in install sandboxes: the fake's local "channels" are
+    # bound read-only there and its knobs passed in, as a mirror's would be.
+    export SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels:$WORK" \
+        SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS,FAKE_MICROMAMBA_LOG,FAKE_MICROMAMBA_DELAY_S,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO
+    [ "$(id -u)" -ne 0 ] || { export SBX_ENV_RUN_AS=sbxtest; chmod 711 "$WORK"; }
     unset SCIENCE_AGENT_PACKAGE_CACHE_DIR SCIENTIFIC_ENVS SCIENCE_AGENT_SCIENTIFIC_CHANNELS
 }
 
@@ -167,7 +172,7 @@ PY
     try redirect
     assert_success
     [ "$(jq -c '[.state, .provisionerVersion, .managedProvisioner]' <<< "$output")" = '["ready","test-1",true]' ]
-    [ "$(stat -c %a "$bin/micromamba")" = 700 ]
+    [ "$(stat -c %a "$bin/micromamba")" = 755 ]
     # A stored binary that fails its hash is replaced, not trusted.
     echo tampered >> "$bin/micromamba"
     [ "$(sbx-env status | jq -r .state)" != ready ]
@@ -179,7 +184,11 @@ PY
 @test "installs on one environment serialize while executions resolve another; a kill -9 mid-install leaves it failed" {
     ready
     task_env
-    export FAKE_MICROMAMBA_LOG="$WORK/mamba.log" FAKE_MICROMAMBA_DELAY_S=0.5
+    # The tools log through a FIFO (writable on a read-only mount) to a reader here.
+    mkfifo -m 0666 "$WORK/mamba.fifo"
+    cat <>"$WORK/mamba.fifo" >>"$WORK/mamba.log" &
+    logger=$!
+    export FAKE_MICROMAMBA_LOG="$WORK/mamba.fifo" FAKE_MICROMAMBA_DELAY_S=0.5
     sbx-env install "$ENV_ID" -- requests > "$WORK/a.json" 2>&1 &
     a=$!
     sbx-env install "$ENV_ID" -- tqdm > "$WORK/b.json" 2>&1 &
@@ -188,19 +197,24 @@ PY
     run sbx-env resolve --language python
     assert_success
     wait "$a" && wait "$b"
+    eventually test "$(grep -c ' install ' "$WORK/mamba.log")" -ge 4
+    kill "$logger"
+    unset FAKE_MICROMAMBA_LOG
     # No two installs overlapped: every start is followed by its own end.
     run grep ' install ' "$WORK/mamba.log"
     [ "$(awk '{print $1}' <<< "$output" | tr '\n' ' ')" = "start end start end " ]
     unset FAKE_MICROMAMBA_DELAY_S
     # An install killed mid-way: the environment is failed, never silently ready.
-    mkfifo "$WORK/hanging"
+    mkfifo -m 0666 "$WORK/hanging"
     FAKE_MICROMAMBA_HANG_ON=scipy FAKE_MICROMAMBA_HANGING_FIFO="$WORK/hanging" \
         setsid sbx-env install "$ENV_ID" -- scipy > /dev/null 2>&1 &
     killer=$!
-    await_fifo "$WORK/hanging" tool   # the install is under way
+    await_fifo "$WORK/hanging" tool   # the install is under way (its pid in the sandbox)
+    tool=$(pgrep -f "fake-micromamba --no-rc install .*scipy" | head -n 1)
+    [ -n "$tool" ]
     kill -9 -- "-$killer" || kill -9 "$killer"
     wait "$killer" || true
-    # The tool dies with sbx-env (PR_SET_PDEATHSIG): nothing touches the prefix later.
+    # The sandbox dies with sbx-env (PR_SET_PDEATHSIG): nothing touches the prefix later.
     timeout 10 tail --pid="$tool" -f /dev/null
     ! kill -0 "$tool" 2>/dev/null
     run sbx-env list
