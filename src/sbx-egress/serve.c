@@ -21,7 +21,8 @@ struct conn {
 	int client;
 	char *buf;      /* client bytes still unused: a head and what follows it */
 	size_t len;
-	struct sbx_relay_limits idle;
+	struct sbx_relay_limits head; /* for the request head being read */
+	struct admission *ad;
 };
 
 static const char *status_text(int status)
@@ -29,6 +30,7 @@ static const char *status_text(int status)
 	switch (status) {
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
+	case 408: return "Request Timeout";
 	case 429: return "Too Many Requests";
 	case 502: return "Bad Gateway";
 	case 504: return "Gateway Timeout";
@@ -67,7 +69,7 @@ static void refuse(struct conn *c, struct audit *a, const char *decision, int st
 	struct sbx_relay_limits quick = { .idle_ms = 1000, .deadline_ms = sbx_monotonic_ms() + 2000 };
 	if (n > 0 && n < (int)sizeof(out))
 		(void)sbx_relay_write_all(c->client, out, (size_t)n, &quick);
-	audit_write(c->g, a);
+	peers_refused(c->g, c->ad, a);
 	shutdown(c->client, SHUT_WR);
 	char sink[4096];
 	size_t drained = 0;
@@ -79,23 +81,26 @@ static void refuse(struct conn *c, struct audit *a, const char *decision, int st
 	}
 }
 
-/* 0 with a head in c->buf, 1 when the client left (or idled) first,
- * -1 malformed (why). */
-static int read_head(struct conn *c, struct sbx_http_head *h, char *why, size_t size)
+enum head { HEAD_BAD = -1, HEAD_OK, HEAD_GONE, HEAD_LATE };
+
+/* HEAD_OK with a head in c->buf; HEAD_GONE when the client left first;
+ * HEAD_LATE when c->head ran out (c->len bytes of it came); HEAD_BAD
+ * malformed (why). */
+static enum head read_head(struct conn *c, struct sbx_http_head *h, char *why, size_t size)
 {
 	for (;;) {
 		int rc = c->len ? sbx_http_parse_request(c->buf, c->len, h, why, size) : 1;
 		if (rc <= 0)
-			return rc;
+			return rc == 0 ? HEAD_OK : HEAD_BAD;
 		if (c->len >= SBX_HTTP_HEAD_MAX) {
 			snprintf(why, size, "the request head is larger than 64 KiB");
-			return -1;
+			return HEAD_BAD;
 		}
-		if (sbx_relay_wait(c->client, POLLIN, &c->idle) != 0)
-			return 1;
+		if (sbx_relay_wait(c->client, POLLIN, &c->head) != 0)
+			return errno == ETIMEDOUT ? HEAD_LATE : HEAD_GONE;
 		ssize_t r = recv(c->client, c->buf + c->len, BUF_CAP - c->len, 0);
 		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-			return 1;
+			return HEAD_GONE;
 		if (r > 0)
 			c->len += (size_t)r;
 	}
@@ -414,38 +419,57 @@ static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct
 	return ok && keep_alive;
 }
 
-void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len)
+/* The time a connection has to send its next request head: from its
+ * accept for the first (a refused one gets at most a second before its
+ * 429), from the end of the exchange before for each later one. */
+static void head_limits(struct conn *c, bool first)
 {
-	struct conn c = { .g = g, .client = client, .idle = { .idle_ms = g->idle_ms } };
+	int ms = c->ad->refuse && c->g->head_timeout_ms > 1000 ? 1000 : c->g->head_timeout_ms;
+	c->head.idle_ms = ms;
+	c->head.deadline_ms = (first ? c->ad->accepted_ms : sbx_monotonic_ms()) + ms;
+}
+
+void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len, struct admission *ad)
+{
+	struct conn c = { .g = g, .client = client, .ad = ad };
 	char *rbuf = malloc(BUF_CAP), *out = malloc(OUT_CAP);
 	c.buf = malloc(BUF_CAP);
 	if (c.buf && sent_len && sent_len <= BUF_CAP) {
 		memcpy(c.buf, sent, sent_len);
 		c.len = sent_len;
 	}
-	bool busy = atomic_load(&g->active) > g->max_tunnels;
-
-	for (bool again = c.buf && rbuf && out; again;) {
+	for (bool again = c.buf && rbuf && out, first = true; again; first = false) {
 		struct sbx_http_head h;
 		struct audit a;
 		char why[200], reason[300];
 		memset(&a, 0, sizeof(a));
-		a.started_ms = sbx_monotonic_ms();
-		int rc = read_head(&c, &h, why, sizeof(why));
-		if (rc == 1)
-			break;
-		if (rc == 0)
+		a.peer = ad->uid;
+		a.started_ms = first ? ad->accepted_ms : sbx_monotonic_ms();
+		head_limits(&c, first);
+		peers_head_begin(g, ad);
+		enum head rc = read_head(&c, &h, why, sizeof(why));
+		peers_head_end(g, ad);
+		if (rc == HEAD_OK)
 			snprintf(a.method, sizeof(a.method), "%.*s", (int)(h.method_len < 23 ? h.method_len : 23), h.method);
 		atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
-		if (rc < 0) {
-			snprintf(reason, sizeof(reason), "Sandbox network access refused a malformed request: %s", why);
-			refuse(&c, &a, "malformed", 400, reason);
+		if (ad->refuse) {
+			/* Answered whether or not its head came, unless it left. */
+			if (rc != HEAD_GONE)
+				refuse(&c, &a, "busy", 429, ad->reason);
 			break;
 		}
-		if (busy) {
-			snprintf(reason, sizeof(reason), "Sandbox network access allows at most %d concurrent connections",
-				 g->max_tunnels);
-			refuse(&c, &a, "busy", 429, reason);
+		if (rc == HEAD_GONE || (rc == HEAD_LATE && !c.len))
+			break;
+		if (rc == HEAD_LATE) {
+			snprintf(reason, sizeof(reason),
+				 "Sandbox network access closed a request whose head did not arrive within %d ms",
+				 g->head_timeout_ms);
+			refuse(&c, &a, "timeout", 408, reason);
+			break;
+		}
+		if (rc == HEAD_BAD) {
+			snprintf(reason, sizeof(reason), "Sandbox network access refused a malformed request: %s", why);
+			refuse(&c, &a, "malformed", 400, reason);
 			break;
 		}
 		if (h.method_len == 7 && !memcmp(h.method, "CONNECT", 7)) {
