@@ -142,6 +142,29 @@ void peers_refused(struct gateway *g, struct admission *ad, const struct audit *
  * frees peers that hold nothing. The accept loop's thread only. */
 void peers_sweep(struct gateway *g, bool flush);
 
+/* A client connection being served (conn.c, serve.c). */
+#define BUF_CAP (SBX_HTTP_HEAD_MAX + 16 * 1024)
+#define OUT_CAP (SBX_HTTP_HEAD_MAX + 8 * 1024)
+struct sbx_http_head;
+
+struct conn {
+	struct gateway *g;
+	int client;
+	char *buf;      /* client bytes still unused: a head and what follows it */
+	size_t len;
+	struct sbx_relay_limits head; /* for the request head being read */
+	struct admission *ad;
+};
+
+/* Sends a refusal, logs it through the peer's rate limit, and drains what
+ * the client pipelined (for a moment) so it reads the answer, not a reset. */
+void conn_refuse(struct conn *c, struct audit *a, const char *decision, int status, const char *reason);
+/* One CONNECT (the connection ends with it), or one absolute-form request:
+ * true when the connection may carry another. rbuf and out: BUF_CAP and
+ * OUT_CAP bytes. */
+void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a);
+bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out);
+
 /* Serves one client connection (bytes it already sent first), then
  * closes it. */
 void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len, struct admission *ad);
