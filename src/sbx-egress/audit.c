@@ -3,6 +3,7 @@
  * --log-max-bytes the file is copied to FILE.1 and emptied. */
 #include "egress.h"
 #include "../lib/clock.h"
+#include "../lib/exitcodes.h"
 #include "../lib/json.h"
 
 #include <errno.h>
@@ -16,31 +17,40 @@
 #include <time.h>
 #include <unistd.h>
 
-int audit_open(struct gateway *g, const char *path)
+int audit_open(struct gateway *g, const char *path, struct sbx_error *e)
 {
 	char old[PATH_MAX];
 	struct stat st;
-	if (snprintf(old, sizeof(old), "%s.1", path) >= (int)sizeof(old)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	snprintf(old, sizeof(old), "%s.1", path);
 	g->log_fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (g->log_fd < 0 || fstat(g->log_fd, &st) != 0)
-		return -1;
+		return sbx_error_set(e, SBX_EXIT_USAGE, "bad-log", "--log: %s: %s", path, strerror(errno)), -1;
 	g->log_size = st.st_size;
-	g->log_old_fd = open(old, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	return g->log_old_fd < 0 ? -1 : 0;
+	g->log_old_fd = strlen(path) + 2 < sizeof(old) ? open(old, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+	if (g->log_old_fd < 0)
+		return sbx_error_set(e, SBX_EXIT_USAGE, "bad-log", "--log: %s: %s", old,
+				     strlen(path) + 2 < sizeof(old) ? strerror(errno) : "path too long"), -1;
+	return 0;
 }
 
 /* Copies the log to FILE.1 and empties it (under the log lock). The
  * unprivileged gateway may not rename in sbx-run's root-owned directory,
- * so both files are opened before the drop and rotated by copying. */
+ * so both files are opened before the drop and rotated by copying. A log
+ * longer than the cap (written before there was one) keeps its last
+ * whole lines that fit. */
 static void rotate(struct gateway *g)
 {
 	static char buf[64 * 1024];
-	off_t at = 0;
+	struct stat st;
+	off_t from = 0, at = 0;
+	if (fstat(g->log_fd, &st) == 0 && st.st_size > g->log_max_bytes) {
+		from = st.st_size - g->log_max_bytes;
+		ssize_t n = pread(g->log_fd, buf, sizeof(buf), from - 1);
+		char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
+		from = nl ? from + (nl - buf) : st.st_size;
+	}
 	for (;;) {
-		ssize_t n = pread(g->log_fd, buf, sizeof(buf), at);
+		ssize_t n = pread(g->log_fd, buf, sizeof(buf), from + at);
 		if (n <= 0 || pwrite(g->log_old_fd, buf, (size_t)n, at) != n)
 			break;
 		at += n;
@@ -86,7 +96,8 @@ void audit_write(struct gateway *g, const struct audit *a)
 				(json_int_t)a->down, "durationMs", (json_int_t)(sbx_monotonic_ms() - a->started_ms)));
 }
 
-/* "peer uid U: N refusals of host:port (status: reason) in the last T s". */
+/* "peer uid U: N refusals of host:port (status: reason) in the last T s";
+ * "N refusals, the first of host:port (...)" when they differed. */
 void audit_write_summary(struct gateway *g, const struct refusal_summary *s)
 {
 	if (g->log_fd < 0)
@@ -95,10 +106,9 @@ void audit_write_summary(struct gateway *g, const struct refusal_summary *s)
 	const struct audit *f = &s->first;
 	sbx_iso_time(sbx_wall_ms(), now);
 	if (f->host[0])
-		snprintf(target, sizeof(target), " of %s%.300s:%d", s->same ? "" : "several targets, the first ", f->host,
-			 f->port);
-	snprintf(reason, sizeof(reason), "peer uid %u: %lld refusals%s (%d: %.200s) in the last %lld s",
-		 (unsigned)s->peer, s->count, target, f->status, f->reason, s->seconds);
+		snprintf(target, sizeof(target), " of %.300s:%d", f->host, f->port);
+	snprintf(reason, sizeof(reason), "peer uid %u: %lld refusals%s%s (%d: %.200s) in the last %lld s",
+		 (unsigned)s->peer, s->count, s->same ? "" : ", the first", target, f->status, f->reason, s->seconds);
 	write_json(g, json_pack("{s:s,s:s,s:I,s:s,s:I,s:I,s:o,s:i,s:i,s:o}", "time", now, "revision", g->policy.revision,
 				"peer", (json_int_t)s->peer, "decision", "refusals", "count", (json_int_t)s->count,
 				"seconds", (json_int_t)s->seconds, "host", sbx_json_string_lossy(f->host), "port",

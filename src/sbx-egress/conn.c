@@ -100,13 +100,14 @@ static void head_limits(struct conn *c, bool first)
 void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len, struct admission *ad)
 {
 	struct conn c = { .g = g, .client = client, .ad = ad };
-	char *rbuf = malloc(BUF_CAP), *out = malloc(OUT_CAP);
+	/* A refused connection needs only the buffer its head is read into. */
+	char *rbuf = ad->refuse ? NULL : malloc(BUF_CAP), *out = ad->refuse ? NULL : malloc(OUT_CAP);
 	c.buf = malloc(BUF_CAP);
 	if (c.buf && sent_len && sent_len <= BUF_CAP) {
 		memcpy(c.buf, sent, sent_len);
 		c.len = sent_len;
 	}
-	for (bool again = c.buf && rbuf && out, first = true; again; first = false) {
+	for (bool again = c.buf && (ad->refuse || (rbuf && out)), first = true; again; first = false) {
 		struct sbx_http_head h;
 		struct audit a;
 		char why[200], reason[300];

@@ -113,8 +113,8 @@ struct refusal_summary {
 };
 
 /* Opens FILE (appending) and FILE.1 before the gateway gives up its
- * privilege; 0, or -1 with errno. */
-int audit_open(struct gateway *g, const char *path);
+ * privilege; 0, or -1 with e naming the file. */
+int audit_open(struct gateway *g, const char *path, struct sbx_error *e);
 void audit_write(struct gateway *g, const struct audit *a);
 void audit_write_summary(struct gateway *g, const struct refusal_summary *s);
 

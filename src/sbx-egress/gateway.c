@@ -377,10 +377,8 @@ int gateway_main(int argc, char **argv)
 		sbx_die(&e);
 	}
 	load_policy(&g, &o);
-	if (o.log_path && audit_open(&g, o.log_path) != 0) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-log", "--log: %s: %s", o.log_path, strerror(errno));
+	if (o.log_path && audit_open(&g, o.log_path, &e) != 0)
 		sbx_die(&e);
-	}
 	raise_fd_limit();
 	sigset_t mask;
 	sigemptyset(&mask);

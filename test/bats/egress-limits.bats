@@ -148,9 +148,18 @@ PY
     run jq -r 'select(.decision == "refusals") | .reason' "$LOG"
     assert_line --index 0 --regexp "^peer uid $(id -u): [0-9]+ refusals of other\.test:80 \(403: other\.test:80 is not in the sandbox network allowed domains\) in the last [0-9]+ s$"
     # Every refusal logged whole: the log is rotated at its cap, one
-    # generation kept, each line whole.
+    # generation kept, each line whole. A log longer than the cap from
+    # before keeps its last whole lines.
     LOG="$WORK/whole.log"
+    seq 1 10000 | sed 's/.*/{"old":&}/' > "$LOG"
     gateway "$private_policy" --log-max-bytes 16384 --log-refusal-burst 1000000
+    run python3 "$FIXTURES/uds-request.py" "$SOCK" <<< "$refused"
+    assert_line --index 0 --partial "403 Forbidden"
+    [ "$(stat -c %s "$LOG.1")" -le 16384 ] && [ "$(stat -c %s "$LOG.1")" -gt 16000 ]
+    run jq -sc '[.[0].old > 1, .[-1].old]' "$LOG.1"
+    assert_output '[true,10000]'
+    run jq -sc 'map(.decision)' "$LOG"
+    assert_output '["denied"]'
     run timeout 300 "$SBX_BIN/test/uds-flood" "$SOCK" 2000 4 < "$WORK/refused"
     assert_output "403 2000"
     stop_gateway
