@@ -115,7 +115,6 @@ void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_
 		a.peer = ad->uid;
 		a.started_ms = first ? ad->accepted_ms : sbx_monotonic_ms();
 		head_limits(&c, first);
-		peers_head_begin(g, ad);
 		enum head rc = read_head(&c, &h, why, sizeof(why));
 		peers_head_end(g, ad);
 		if (rc == HEAD_OK)

@@ -123,7 +123,7 @@ struct admission {
 	struct peer *peer;
 	uid_t uid;
 	bool refuse;                 /* answered 429 with reason, whatever it asks */
-	bool head_pending;           /* counted among its peer's pending heads */
+	bool head_pending;           /* counted among its peer's pending heads until its first came */
 	long long accepted_ms;
 	char reason[200];
 };
@@ -131,8 +131,7 @@ struct admission {
 /* Admits a connection of peer uid: to be served, or refused with a 429
  * (ad->refuse); false: close it unanswered (far past every cap). */
 bool peers_admit(struct gateway *g, uid_t uid, struct admission *ad);
-/* The connection waits for a request head (again), or has one. */
-void peers_head_begin(struct gateway *g, struct admission *ad);
+/* The connection's first request head has come (or never will). */
 void peers_head_end(struct gateway *g, struct admission *ad);
 /* The connection's thread ends: what it held is released. */
 void peers_release(struct gateway *g, struct admission *ad);

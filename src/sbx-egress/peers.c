@@ -147,24 +147,14 @@ bool peers_admit(struct gateway *g, uid_t uid, struct admission *ad)
 	return true;
 }
 
-static void adjust_head(struct gateway *g, struct admission *ad, bool pending)
-{
-	if (ad->refuse || ad->head_pending == pending)
-		return;
-	pthread_mutex_lock(&g->peers.lock);
-	ad->peer->heads += pending ? 1 : -1;
-	ad->head_pending = pending;
-	pthread_mutex_unlock(&g->peers.lock);
-}
-
-void peers_head_begin(struct gateway *g, struct admission *ad)
-{
-	adjust_head(g, ad, true);
-}
-
 void peers_head_end(struct gateway *g, struct admission *ad)
 {
-	adjust_head(g, ad, false);
+	if (!ad->head_pending)
+		return;
+	pthread_mutex_lock(&g->peers.lock);
+	ad->peer->heads--;
+	ad->head_pending = false;
+	pthread_mutex_unlock(&g->peers.lock);
 }
 
 void peers_release(struct gateway *g, struct admission *ad)
