@@ -32,7 +32,7 @@ IN_SANDBOX := bin/sbx-report bin/sbx-egress-bridge
 REPORT_SRC := src/sbx-report/main.c $(addprefix src/lib/,channel.c channel_schema.c json.c cli.c \
               diag.c error.c exitcodes.c io.c path.c)
 UNIT_SRC := $(wildcard test/unit/test_*.c)
-UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so
+UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so bin/test/uds-flood
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
 
 .PHONY: all deps deps-image check lint valgrind run install uninstall image clean bench fuzz help FORCE
@@ -118,6 +118,11 @@ bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags
 bin/test/try-syscall: test/fixtures/try-syscall.c build/flags
 	@mkdir -p bin/test
 	$(CC) $(PLAIN_CFLAGS) -o $@ $<
+
+# Many short connections to a gateway's socket (the egress limits suite).
+bin/test/uds-flood: test/fixtures/uds-flood.c build/flags
+	@mkdir -p bin/test
+	$(CC) $(PLAIN_CFLAGS) -pthread -o $@ $<
 
 # A DCMI library for hosts without Ascend chips (sbx-npu dlopens it).
 bin/test/libdcmi.so: test/fixtures/fake-dcmi.c build/flags

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Egress through bridge + gateway against the same transfer direct over
 # loopback, in one run: 1 GiB throughput ratio (goal >= 0.8), 1000
-# concurrent CONNECT tunnels held at once, and the connect latency the
-# proxy path adds (p50/p99 of connect + one echo round trip).
+# concurrent CONNECT tunnels held at once (from one sandbox: its per-peer
+# cap raised to match), and the connect latency the proxy path adds
+# (p50/p99 of connect + one echo round trip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BYTES=${BYTES:-1073741824}
@@ -26,7 +27,7 @@ read -r sink echo_port < "$work/ports"
 printf '{"mode":"domain-allowlist","allowedDomains":["bench.test"],"allowPrivateNetwork":true}\n' > "$work/policy.json"
 owner=()
 [ "$(id -u)" -ne 0 ] || owner=(--socket-owner 10001)
-bin/sbx-egress gateway --socket "$work/gw.sock" --policy "$work/policy.json" "${owner[@]}" --max-tunnels 1100 \
+bin/sbx-egress gateway --socket "$work/gw.sock" --policy "$work/policy.json" "${owner[@]}" --max-tunnels 1100 --peer-max-connections 1100 \
     --resolve "bench.test:$sink:127.0.0.1" --resolve "bench.test:$echo_port:127.0.0.1" --ready-fd 3 3>"$work/ready" & pids+=($!)
 read -r _ < "$work/ready"
 

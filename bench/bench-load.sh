@@ -24,7 +24,7 @@ read -r _ echo_port < "$work/ports"
 printf '{"mode":"domain-allowlist","allowedDomains":["bench.test"],"allowPrivateNetwork":true}\n' > "$work/policy.json"
 owner=()
 [ "$(id -u)" -ne 0 ] || owner=(--socket-owner 10001)
-bin/sbx-egress gateway --socket "$work/gw.sock" --policy "$work/policy.json" "${owner[@]}" --max-tunnels 1100 \
+bin/sbx-egress gateway --socket "$work/gw.sock" --policy "$work/policy.json" "${owner[@]}" --max-tunnels 1100 --peer-max-connections 1100 \
     --resolve "bench.test:$echo_port:127.0.0.1" --ready-fd 3 3>"$work/gw-ready" & pids+=($!)
 read -r _ < "$work/gw-ready"
 jq -cn --arg ws "$work/ws" --arg s "$work/gw.sock" --arg n "$TUNNELS" --arg t "bench.test:$echo_port" \

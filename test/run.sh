@@ -52,7 +52,7 @@ done
 
 # The deployment runs sandboxes as an unprivileged user: run the sandbox
 # suites again as sbxtest, from a copy it can read wherever this tree lives.
-SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race httpd-remote-node httpd-race httpd-hostile"
+SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race httpd-remote-node httpd-race httpd-hostile"
 if [ "$(id -u)" -eq 0 ]; then
     stage="$out/stage"
     mkdir -p "$stage"

@@ -57,39 +57,116 @@ int upstream_connect(const struct upstream *u, const struct overrides *o, int ti
 int upstream_tunnel(int fd, const struct upstream *u, const char *host, int port, int timeout_ms, char *extra,
 		    size_t extra_size, size_t *extra_len);
 
+/* The gateway's peers (peers.c): one per SO_PEERCRED uid of a Unix
+ * connection, created on its first connection, freed once it holds nothing. */
+#define PEER_BUCKETS 1024
+struct peer;
+struct peers {
+	pthread_mutex_t lock;
+	struct peer *bucket[PEER_BUCKETS];
+	int n;
+};
+
 struct gateway {
 	struct sbx_egress_policy policy;
 	struct overrides resolve;
 	struct upstream proxy;
 	bool via_proxy;
-	int connect_timeout_ms, idle_ms, lifetime_ms;
-	int max_tunnels;
+	int connect_timeout_ms, idle_ms, lifetime_ms, head_timeout_ms;
+	int max_tunnels;             /* connections served at once, all peers */
+	int peer_max_connections;    /* per peer */
+	int peer_max_heads;          /* per peer: connections still sending a request head */
 	uid_t peer_uid;              /* besides root and our own uid; -1: none */
 	gid_t peer_gid;              /* a peer whose gid this is may speak too; -1: none */
-	atomic_int active;
+	atomic_int active;           /* connection threads, refusing ones too */
+	atomic_int serving;          /* of them, those admitted to be served */
 	atomic_llong last_activity_ms;
+	struct peers peers;
 	int log_fd;                  /* -1: no audit log */
+	int log_old_fd;              /* FILE.1, the previous generation */
+	long long log_max_bytes, log_size;
+	int refusal_interval_s;      /* a peer's refusals are summarised per interval */
+	int refusal_burst;           /* after this many logged whole in it */
 	pthread_mutex_t log_lock;
 };
 
 /* One audit line: a decision and, once the exchange ends, its byte counts. */
 struct audit {
 	long long started_ms;
+	uid_t peer;
 	char method[24];
 	char host[300];
 	int port;
 	char address[64];
-	const char *decision;        /* "allowed", "denied", "malformed", "failed", "busy" */
+	const char *decision;        /* "allowed", "denied", "malformed", "failed", "busy", "timeout" */
 	int status;
 	char reason[600];
 	uint64_t up, down;
 };
 
+/* A peer's refusals of one interval beyond those logged whole. */
+struct refusal_summary {
+	uid_t peer;
+	long long count, seconds;
+	bool same;                   /* all of first's target and status */
+	struct audit first;
+};
+
+/* Opens FILE (appending) and FILE.1 before the gateway gives up its
+ * privilege; 0, or -1 with e naming the file. */
+int audit_open(struct gateway *g, const char *path, struct sbx_error *e);
 void audit_write(struct gateway *g, const struct audit *a);
+void audit_write_summary(struct gateway *g, const struct refusal_summary *s);
+
+/* What the accept loop decided for one connection, carried by its thread. */
+struct admission {
+	struct peer *peer;
+	uid_t uid;
+	bool refuse;                 /* answered 429 with reason, whatever it asks */
+	bool head_pending;           /* counted among its peer's pending heads until its first came */
+	long long accepted_ms;
+	char reason[200];
+};
+
+/* Admits a connection of peer uid: to be served, or refused with a 429
+ * (ad->refuse); false: close it unanswered (far past every cap). */
+bool peers_admit(struct gateway *g, uid_t uid, struct admission *ad);
+/* The connection's first request head has come (or never will). */
+void peers_head_end(struct gateway *g, struct admission *ad);
+/* The connection's thread ends: what it held is released. */
+void peers_release(struct gateway *g, struct admission *ad);
+/* Logs a refusal through its peer's rate limit. */
+void peers_refused(struct gateway *g, struct admission *ad, const struct audit *a);
+/* Writes the summaries of ended intervals (every one when flush) and
+ * frees peers that hold nothing. The accept loop's thread only. */
+void peers_sweep(struct gateway *g, bool flush);
+
+/* A client connection being served (conn.c, serve.c). */
+#define BUF_CAP (SBX_HTTP_HEAD_MAX + 16 * 1024)
+#define OUT_CAP (SBX_HTTP_HEAD_MAX + 8 * 1024)
+struct sbx_http_head;
+
+struct conn {
+	struct gateway *g;
+	int client;
+	char *buf;      /* client bytes still unused: a head and what follows it */
+	size_t len;
+	struct sbx_relay_limits head; /* for the request head being read */
+	struct admission *ad;
+};
+
+/* Sends a refusal, logs it through the peer's rate limit, and drains what
+ * the client pipelined (for a moment) so it reads the answer, not a reset. */
+void conn_refuse(struct conn *c, struct audit *a, const char *decision, int status, const char *reason);
+/* One CONNECT (the connection ends with it), or one absolute-form request:
+ * true when the connection may carry another. rbuf and out: BUF_CAP and
+ * OUT_CAP bytes. */
+void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a);
+bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out);
 
 /* Serves one client connection (bytes it already sent first), then
  * closes it. */
-void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len);
+void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len, struct admission *ad);
 
 /* Switches to who (when who->switch_user: bounding and ambient sets
  * cleared first), empties every capability set, sets no_new_privs and

@@ -41,7 +41,9 @@ static void usage(FILE *out)
 		"Usage: sbx-egress gateway --socket PATH --policy FILE|- [--resolve NAME:PORT:ADDR[,ADDR]...]...\n"
 		"                          [--upstream-proxy URL] [--log FILE] [--socket-owner UID[:GID]]\n"
 		"                          [--connect-timeout-ms N] [--idle-timeout-ms N] [--tunnel-lifetime-s N]\n"
-		"                          [--max-tunnels N] [--idle-exit-s N] [--ready-fd N] [--drop-to USER]\n"
+		"                          [--head-timeout-ms N] [--max-tunnels N] [--peer-max-connections N]\n"
+		"                          [--peer-max-heads N] [--log-max-bytes N] [--log-refusal-interval-s N]\n"
+		"                          [--log-refusal-burst N] [--idle-exit-s N] [--ready-fd N] [--drop-to USER]\n"
 		"\n"
 		"Serves the policy's allowlist as an HTTP proxy (CONNECT and absolute form) on a\n"
 		"Unix socket. Started as root it serves as USER (NAME, UID or UID:GID; default\n"
@@ -63,7 +65,7 @@ static void parse_owner(const char *text, struct options *o)
 static void parse_options(int argc, char **argv, struct options *o, struct gateway *g)
 {
 	enum { O_SOCKET = 1, O_POLICY, O_RESOLVE, O_PROXY, O_LOG, O_OWNER, O_CONNECT, O_IDLE, O_LIFE, O_MAX, O_EXIT, O_READY,
-	       O_DROP, O_HELP };
+	       O_DROP, O_HEAD, O_PEER_CONNS, O_PEER_HEADS, O_LOG_MAX, O_LOG_INTERVAL, O_LOG_BURST, O_HELP };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, O_SOCKET }, { "policy", required_argument, NULL, O_POLICY },
 		{ "resolve", required_argument, NULL, O_RESOLVE }, { "upstream-proxy", required_argument, NULL, O_PROXY },
@@ -72,7 +74,12 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
 		{ "tunnel-lifetime-s", required_argument, NULL, O_LIFE }, { "max-tunnels", required_argument, NULL, O_MAX },
 		{ "idle-exit-s", required_argument, NULL, O_EXIT }, { "ready-fd", required_argument, NULL, O_READY },
-		{ "drop-to", required_argument, NULL, O_DROP },
+		{ "drop-to", required_argument, NULL, O_DROP }, { "head-timeout-ms", required_argument, NULL, O_HEAD },
+		{ "peer-max-connections", required_argument, NULL, O_PEER_CONNS },
+		{ "peer-max-heads", required_argument, NULL, O_PEER_HEADS },
+		{ "log-max-bytes", required_argument, NULL, O_LOG_MAX },
+		{ "log-refusal-interval-s", required_argument, NULL, O_LOG_INTERVAL },
+		{ "log-refusal-burst", required_argument, NULL, O_LOG_BURST },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -93,6 +100,16 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 		case O_EXIT: o->idle_exit_s = (int)sbx_cli_parse_long("--idle-exit-s", optarg, 1, 86400 * 30); break;
 		case O_READY: o->ready_fd = (int)sbx_cli_parse_long("--ready-fd", optarg, 3, 1 << 20); break;
 		case O_DROP: o->drop_to = optarg; break;
+		case O_HEAD: g->head_timeout_ms = (int)sbx_cli_parse_long("--head-timeout-ms", optarg, 1, 600000); break;
+		case O_PEER_CONNS:
+			g->peer_max_connections = (int)sbx_cli_parse_long("--peer-max-connections", optarg, 1, 100000);
+			break;
+		case O_PEER_HEADS: g->peer_max_heads = (int)sbx_cli_parse_long("--peer-max-heads", optarg, 1, 100000); break;
+		case O_LOG_MAX: g->log_max_bytes = sbx_cli_parse_long("--log-max-bytes", optarg, 16384, 1L << 40); break;
+		case O_LOG_INTERVAL:
+			g->refusal_interval_s = (int)sbx_cli_parse_long("--log-refusal-interval-s", optarg, 1, 86400);
+			break;
+		case O_LOG_BURST: g->refusal_burst = (int)sbx_cli_parse_long("--log-refusal-burst", optarg, 0, 1000000); break;
 		case O_HELP: usage(stdout); exit(SBX_EXIT_OK);
 		default: sbx_cli_bad_option("sbx-egress", argv[optind - 1]);
 		}
@@ -188,6 +205,7 @@ static bool socket_gone(const struct options *o, const struct stat *bound)
 struct job {
 	struct gateway *g;
 	int fd;
+	struct admission ad;
 };
 
 /* A TCP stream, connected: all a bridge may hand over. */
@@ -203,9 +221,10 @@ static bool is_tcp_connection(int fd)
 /* The first byte decides: a NUL carrying one TCP connection (SCM_RIGHTS)
  * is a bridge handing over its client, served in place of the Unix
  * connection; anything else is the first byte of an HTTP request. */
-static void serve_connection(struct gateway *g, int uds)
+static void serve_connection(struct gateway *g, int uds, struct admission *ad)
 {
-	struct sbx_relay_limits lim = { .idle_ms = g->idle_ms };
+	/* The marker is the start of the first head: within the head's time. */
+	struct sbx_relay_limits lim = { .idle_ms = g->head_timeout_ms, .deadline_ms = ad->accepted_ms + g->head_timeout_ms };
 	char first = 1; /* the marker byte a handover carries is NUL */
 	struct iovec iov = { .iov_base = &first, .iov_len = 1 };
 	union {
@@ -215,7 +234,8 @@ static void serve_connection(struct gateway *g, int uds)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
 			      .msg_controllen = sizeof(control.buf) };
 	ssize_t n = -1;
-	if (sbx_relay_wait(uds, POLLIN, &lim) == 0)
+	bool late = sbx_relay_wait(uds, POLLIN, &lim) != 0 && errno == ETIMEDOUT;
+	if (!late)
 		n = recvmsg(uds, &msg, MSG_CMSG_CLOEXEC);
 	int passed[4], n_passed = 0;
 	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
@@ -228,9 +248,9 @@ static void serve_connection(struct gateway *g, int uds)
 		close(passed[k]);
 	if (handover) {
 		close(uds);
-		gateway_serve(g, passed[0], NULL, 0);
-	} else if (n == 1 && first != '\0') {
-		gateway_serve(g, uds, &first, 1);
+		gateway_serve(g, passed[0], NULL, 0, ad);
+	} else if ((n == 1 && first != '\0') || (late && ad->refuse)) {
+		gateway_serve(g, uds, &first, n == 1 ? 1 : 0, ad); /* a refused one gets its 429 */
 	} else {
 		close(uds);
 	}
@@ -240,21 +260,22 @@ static void *connection_thread(void *arg)
 {
 	struct job *j = arg;
 	struct gateway *g = j->g;
-	serve_connection(g, j->fd);
+	serve_connection(g, j->fd, &j->ad);
+	peers_release(g, &j->ad);
 	free(j);
-	atomic_fetch_sub(&g->active, 1);
 	atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
 	return NULL;
 }
 
 /* Only our own uid, root, and the --socket-owner (its uid, or its group:
  * each workspace's uid shares the sandbox gid) may speak to us. */
-static bool peer_allowed(const struct gateway *g, int fd)
+static bool peer_allowed(const struct gateway *g, int fd, uid_t *uid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
 		return false;
+	*uid = cred.uid;
 	return cred.uid == 0 || cred.uid == geteuid() || (g->peer_uid != (uid_t)-1 && cred.uid == g->peer_uid) ||
 	       (g->peer_gid != (gid_t)-1 && cred.gid == g->peer_gid);
 }
@@ -264,17 +285,20 @@ static void accept_one(struct gateway *g, int listener, pthread_attr_t *attr)
 	int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	/* Past the cap a connection still gets its 429; far past it, a close. */
-	if (!peer_allowed(g, fd) || atomic_load(&g->active) > g->max_tunnels + 256) {
+	/* Admitted, or refused with a 429, by its peer's caps and the gateway's. */
+	uid_t uid;
+	struct job *j = malloc(sizeof(*j));
+	if (!j || !peer_allowed(g, fd, &uid) || !peers_admit(g, uid, &j->ad)) {
+		free(j);
 		close(fd);
 		return;
 	}
-	struct job *j = malloc(sizeof(*j));
 	pthread_t t;
-	atomic_fetch_add(&g->active, 1);
 	atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
-	if (!j || (j->g = g, j->fd = fd, pthread_create(&t, attr, connection_thread, j) != 0)) {
-		atomic_fetch_sub(&g->active, 1);
+	j->g = g;
+	j->fd = fd;
+	if (pthread_create(&t, attr, connection_thread, j) != 0) {
+		peers_release(g, &j->ad);
 		free(j);
 		close(fd);
 	}
@@ -336,8 +360,15 @@ int gateway_main(int argc, char **argv)
 	g.idle_ms = 300000;
 	g.lifetime_ms = 3600 * 1000;
 	g.max_tunnels = 1024;
-	g.log_fd = -1;
+	g.head_timeout_ms = 10000;
+	g.peer_max_connections = 128;
+	g.peer_max_heads = 32;
+	g.log_fd = g.log_old_fd = -1;
+	g.log_max_bytes = 4 << 20;
+	g.refusal_interval_s = 10;
+	g.refusal_burst = 5;
 	pthread_mutex_init(&g.log_lock, NULL);
+	pthread_mutex_init(&g.peers.lock, NULL);
 	parse_options(argc, argv, &o, &g);
 	g.peer_uid = o.owner_uid >= 0 ? (uid_t)o.owner_uid : (uid_t)-1;
 	g.peer_gid = o.owner_gid >= 0 ? (gid_t)o.owner_gid : (gid_t)-1;
@@ -346,10 +377,8 @@ int gateway_main(int argc, char **argv)
 		sbx_die(&e);
 	}
 	load_policy(&g, &o);
-	if (o.log_path && (g.log_fd = open(o.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-log", "--log: %s: %s", o.log_path, strerror(errno));
+	if (o.log_path && audit_open(&g, o.log_path, &e) != 0)
 		sbx_die(&e);
-	}
 	raise_fd_limit();
 	sigset_t mask;
 	sigemptyset(&mask);
@@ -381,7 +410,7 @@ int gateway_main(int argc, char **argv)
 		(void)w;
 		close(o.ready_fd);
 	}
-	for (;;) {
+	for (long long swept = sbx_monotonic_ms();;) {
 		struct pollfd p[2] = { { .fd = listener, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
 		int rc = poll(p, 2, 1000);
 		if (rc < 0 && errno != EINTR)
@@ -390,6 +419,10 @@ int gateway_main(int argc, char **argv)
 			break;
 		if (p[0].revents & POLLIN)
 			accept_one(&g, listener, &attr);
+		if (sbx_monotonic_ms() - swept >= 1000) {
+			peers_sweep(&g, false);
+			swept = sbx_monotonic_ms();
+		}
 		if (rc == 0 && atomic_load(&g.active) == 0 && socket_gone(&o, &bound))
 			goto gone;
 		if (rc == 0 && idle_exit_now(&g, &o))
@@ -401,5 +434,6 @@ int gateway_main(int argc, char **argv)
 		unlinkat(o.dir_fd, o.socket_name, 0);
 gone:
 	close(listener);
+	peers_sweep(&g, true); /* the summaries of the intervals still open */
 	return SBX_EXIT_OK;
 }

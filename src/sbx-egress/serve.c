@@ -1,6 +1,6 @@
-/* serve.c — one client connection of the gateway: read a request head,
- * decide (allowlist, resolve, classify), then tunnel a CONNECT or forward an
- * absolute-form request with its Host rewritten and hop-by-hop fields gone. */
+/* serve.c — one request of a client connection: decide (allowlist,
+ * resolve, classify), then tunnel a CONNECT or forward an absolute-form
+ * request with its Host rewritten and hop-by-hop fields gone. */
 #include "egress.h"
 #include "../lib/egress_addr.h"
 #include "../lib/http_head.h"
@@ -13,92 +13,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define BUF_CAP (SBX_HTTP_HEAD_MAX + 16 * 1024)
-#define OUT_CAP (SBX_HTTP_HEAD_MAX + 8 * 1024)
-
-struct conn {
-	struct gateway *g;
-	int client;
-	char *buf;      /* client bytes still unused: a head and what follows it */
-	size_t len;
-	struct sbx_relay_limits idle;
-};
-
-static const char *status_text(int status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 429: return "Too Many Requests";
-	case 502: return "Bad Gateway";
-	case 504: return "Gateway Timeout";
-	default: return "Error";
-	}
-}
-
 static void consume(char *buf, size_t *len, size_t n)
 {
 	memmove(buf, buf + n, *len - n);
 	*len -= n;
-}
-
-/* Printable ASCII only: a reason goes into a header and a body. */
-static void sanitize(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
-			*s = '?';
-}
-
-/* Sends the refusal, logs it, and closes after discarding whatever the
- * client pipelined behind the request (for a moment, so the client reads
- * the answer instead of a reset). */
-static void refuse(struct conn *c, struct audit *a, const char *decision, int status, const char *reason)
-{
-	char out[1400];
-	snprintf(a->reason, sizeof(a->reason), "%s", reason);
-	sanitize(a->reason);
-	a->decision = decision;
-	a->status = status;
-	int n = snprintf(out, sizeof(out),
-			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-			 "X-Sandbox-Network: %s\r\nConnection: close\r\n\r\n%s\n",
-			 status, status_text(status), strlen(a->reason) + 1, a->reason, a->reason);
-	struct sbx_relay_limits quick = { .idle_ms = 1000, .deadline_ms = sbx_monotonic_ms() + 2000 };
-	if (n > 0 && n < (int)sizeof(out))
-		(void)sbx_relay_write_all(c->client, out, (size_t)n, &quick);
-	audit_write(c->g, a);
-	shutdown(c->client, SHUT_WR);
-	char sink[4096];
-	size_t drained = 0;
-	while (drained < (1u << 20) && sbx_relay_wait(c->client, POLLIN, &quick) == 0) {
-		ssize_t r = recv(c->client, sink, sizeof(sink), 0);
-		if (r <= 0 && !(r < 0 && errno == EINTR))
-			break;
-		drained += r > 0 ? (size_t)r : 0;
-	}
-}
-
-/* 0 with a head in c->buf, 1 when the client left (or idled) first,
- * -1 malformed (why). */
-static int read_head(struct conn *c, struct sbx_http_head *h, char *why, size_t size)
-{
-	for (;;) {
-		int rc = c->len ? sbx_http_parse_request(c->buf, c->len, h, why, size) : 1;
-		if (rc <= 0)
-			return rc;
-		if (c->len >= SBX_HTTP_HEAD_MAX) {
-			snprintf(why, size, "the request head is larger than 64 KiB");
-			return -1;
-		}
-		if (sbx_relay_wait(c->client, POLLIN, &c->idle) != 0)
-			return 1;
-		ssize_t r = recv(c->client, c->buf + c->len, BUF_CAP - c->len, 0);
-		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-			return 1;
-		if (r > 0)
-			c->len += (size_t)r;
-	}
 }
 
 static socklen_t addr_len(const struct sockaddr_storage *ss)
@@ -149,7 +67,7 @@ static void refuse_upstream(struct conn *c, struct audit *a, int status, const s
 		snprintf(reason, sizeof(reason), "Sandbox network access timed out connecting to %s:%d", t->host, t->port);
 	else
 		snprintf(reason, sizeof(reason), "Sandbox network access could not reach %s:%d", t->host, t->port);
-	refuse(c, a, "failed", status, reason);
+	conn_refuse(c, a, "failed", status, reason);
 }
 
 /* The decision for an authority, or a refusal already sent (returns -1). */
@@ -162,18 +80,18 @@ static int decide(struct conn *c, const char *authority, int default_port, struc
 	a->port = status ? 0 : t->port;
 	if (status) {
 		snprintf(reason, sizeof(reason), "%.280s is %s", authority, why);
-		refuse(c, a, status == 400 ? "malformed" : "denied", status, reason);
+		conn_refuse(c, a, status == 400 ? "malformed" : "denied", status, reason);
 		return -1;
 	}
 	sbx_egress_decide(&c->g->policy, t, overrides_resolve, &c->g->resolve, d);
 	if (!d->allowed) {
-		refuse(c, a, "denied", 403, d->reason);
+		conn_refuse(c, a, "denied", 403, d->reason);
 		return -1;
 	}
 	return 0;
 }
 
-static void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a)
+void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a)
 {
 	struct gateway *g = c->g;
 	struct sbx_egress_target t;
@@ -183,7 +101,7 @@ static void serve_connect(struct conn *c, const struct sbx_http_head *h, struct 
 
 	snprintf(authority, sizeof(authority), "%.*s", (int)(h->target_len < 299 ? h->target_len : 299), h->target);
 	if (h->target_len >= sizeof(authority)) {
-		refuse(c, a, "malformed", 400, "the CONNECT authority is longer than 253 bytes and a port");
+		conn_refuse(c, a, "malformed", 400, "the CONNECT authority is longer than 253 bytes and a port");
 		return;
 	}
 	if (decide(c, authority, 443, &t, &d, a) != 0)
@@ -343,7 +261,7 @@ static int split_target(const struct sbx_http_head *h, char *authority, size_t a
 }
 
 /* One absolute-form request; true when the connection may carry another. */
-static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out)
+bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out)
 {
 	struct gateway *g = c->g;
 	char authority[300], path[SBX_HTTP_HEAD_MAX], reason[400], why[200];
@@ -356,13 +274,13 @@ static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct
 
 	if ((status = split_target(h, authority, sizeof(authority), path, sizeof(path), reason, sizeof(reason)))) {
 		snprintf(a->host, sizeof(a->host), "%.*s", (int)(h->target_len < 200 ? h->target_len : 200), h->target);
-		refuse(c, a, "malformed", status, reason);
+		conn_refuse(c, a, "malformed", status, reason);
 		return false;
 	}
 	if (sbx_http_request_body(h, &req_kind, &req_length, why, sizeof(why)) != 0) {
 		snprintf(a->host, sizeof(a->host), "%s", authority);
 		snprintf(reason, sizeof(reason), "Sandbox network access refused the request: %s", why);
-		refuse(c, a, "malformed", 400, reason);
+		conn_refuse(c, a, "malformed", 400, reason);
 		return false;
 	}
 	if (decide(c, authority, 80, &t, &d, a) != 0)
@@ -371,7 +289,7 @@ static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct
 	bool client_10 = h->minor == 0;
 	if (sbx_http_forward_request(h, t.host, t.port, path, g->via_proxy, g->via_proxy ? g->proxy.authorization : NULL,
 				     out, OUT_CAP, &n) != 0) {
-		refuse(c, a, "malformed", 400, "Sandbox network access refused the request: its head is too large");
+		conn_refuse(c, a, "malformed", 400, "Sandbox network access refused the request: its head is too large");
 		return false;
 	}
 	bool expect = sbx_http_has_token(h, "Expect", "100-continue");
@@ -412,50 +330,4 @@ static bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct
 	close(up);
 	audit_write(g, a);
 	return ok && keep_alive;
-}
-
-void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len)
-{
-	struct conn c = { .g = g, .client = client, .idle = { .idle_ms = g->idle_ms } };
-	char *rbuf = malloc(BUF_CAP), *out = malloc(OUT_CAP);
-	c.buf = malloc(BUF_CAP);
-	if (c.buf && sent_len && sent_len <= BUF_CAP) {
-		memcpy(c.buf, sent, sent_len);
-		c.len = sent_len;
-	}
-	bool busy = atomic_load(&g->active) > g->max_tunnels;
-
-	for (bool again = c.buf && rbuf && out; again;) {
-		struct sbx_http_head h;
-		struct audit a;
-		char why[200], reason[300];
-		memset(&a, 0, sizeof(a));
-		a.started_ms = sbx_monotonic_ms();
-		int rc = read_head(&c, &h, why, sizeof(why));
-		if (rc == 1)
-			break;
-		if (rc == 0)
-			snprintf(a.method, sizeof(a.method), "%.*s", (int)(h.method_len < 23 ? h.method_len : 23), h.method);
-		atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
-		if (rc < 0) {
-			snprintf(reason, sizeof(reason), "Sandbox network access refused a malformed request: %s", why);
-			refuse(&c, &a, "malformed", 400, reason);
-			break;
-		}
-		if (busy) {
-			snprintf(reason, sizeof(reason), "Sandbox network access allows at most %d concurrent connections",
-				 g->max_tunnels);
-			refuse(&c, &a, "busy", 429, reason);
-			break;
-		}
-		if (h.method_len == 7 && !memcmp(h.method, "CONNECT", 7)) {
-			serve_connect(&c, &h, &a);
-			break;
-		}
-		again = serve_absolute(&c, &h, &a, rbuf, out);
-	}
-	free(c.buf);
-	free(rbuf);
-	free(out);
-	close(client);
 }

@@ -1,0 +1,153 @@
+/* conn.c — one client connection of the gateway: each request head read
+ * within its time (--head-timeout-ms), the answer its admission asks for
+ * (429 past a cap), the gateway's own refusals, and the loop over its
+ * requests (serve.c serves each). */
+#include "egress.h"
+#include "../lib/http_head.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *status_text(int status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 408: return "Request Timeout";
+	case 429: return "Too Many Requests";
+	case 502: return "Bad Gateway";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+/* Printable ASCII only: a reason goes into a header and a body. */
+static void sanitize(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			*s = '?';
+}
+
+/* Sends the refusal, logs it, and closes after discarding whatever the
+ * client pipelined behind the request (for a moment, so the client reads
+ * the answer instead of a reset). */
+void conn_refuse(struct conn *c, struct audit *a, const char *decision, int status, const char *reason)
+{
+	char out[1400];
+	snprintf(a->reason, sizeof(a->reason), "%s", reason);
+	sanitize(a->reason);
+	a->decision = decision;
+	a->status = status;
+	int n = snprintf(out, sizeof(out),
+			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+			 "X-Sandbox-Network: %s\r\nConnection: close\r\n\r\n%s\n",
+			 status, status_text(status), strlen(a->reason) + 1, a->reason, a->reason);
+	struct sbx_relay_limits quick = { .idle_ms = 1000, .deadline_ms = sbx_monotonic_ms() + 2000 };
+	if (n > 0 && n < (int)sizeof(out))
+		(void)sbx_relay_write_all(c->client, out, (size_t)n, &quick);
+	peers_refused(c->g, c->ad, a);
+	shutdown(c->client, SHUT_WR);
+	char sink[4096];
+	size_t drained = 0;
+	while (drained < (1u << 20) && sbx_relay_wait(c->client, POLLIN, &quick) == 0) {
+		ssize_t r = recv(c->client, sink, sizeof(sink), 0);
+		if (r <= 0 && !(r < 0 && errno == EINTR))
+			break;
+		drained += r > 0 ? (size_t)r : 0;
+	}
+}
+
+enum head { HEAD_BAD = -1, HEAD_OK, HEAD_GONE, HEAD_LATE };
+
+/* HEAD_OK with a head in c->buf; HEAD_GONE when the client left first;
+ * HEAD_LATE when c->head ran out (c->len bytes of it came); HEAD_BAD
+ * malformed (why). */
+static enum head read_head(struct conn *c, struct sbx_http_head *h, char *why, size_t size)
+{
+	for (;;) {
+		int rc = c->len ? sbx_http_parse_request(c->buf, c->len, h, why, size) : 1;
+		if (rc <= 0)
+			return rc == 0 ? HEAD_OK : HEAD_BAD;
+		if (c->len >= SBX_HTTP_HEAD_MAX) {
+			snprintf(why, size, "the request head is larger than 64 KiB");
+			return HEAD_BAD;
+		}
+		if (sbx_relay_wait(c->client, POLLIN, &c->head) != 0)
+			return errno == ETIMEDOUT ? HEAD_LATE : HEAD_GONE;
+		ssize_t r = recv(c->client, c->buf + c->len, BUF_CAP - c->len, 0);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			return HEAD_GONE;
+		if (r > 0)
+			c->len += (size_t)r;
+	}
+}
+
+/* The time a connection has to send its next request head: from its
+ * accept for the first (a refused one gets at most a second before its
+ * 429), from the end of the exchange before for each later one. */
+static void head_limits(struct conn *c, bool first)
+{
+	int ms = c->ad->refuse && c->g->head_timeout_ms > 1000 ? 1000 : c->g->head_timeout_ms;
+	c->head.idle_ms = ms;
+	c->head.deadline_ms = (first ? c->ad->accepted_ms : sbx_monotonic_ms()) + ms;
+}
+
+void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len, struct admission *ad)
+{
+	struct conn c = { .g = g, .client = client, .ad = ad };
+	/* A refused connection needs only the buffer its head is read into. */
+	char *rbuf = ad->refuse ? NULL : malloc(BUF_CAP), *out = ad->refuse ? NULL : malloc(OUT_CAP);
+	c.buf = malloc(BUF_CAP);
+	if (c.buf && sent_len && sent_len <= BUF_CAP) {
+		memcpy(c.buf, sent, sent_len);
+		c.len = sent_len;
+	}
+	for (bool again = c.buf && (ad->refuse || (rbuf && out)), first = true; again; first = false) {
+		struct sbx_http_head h;
+		struct audit a;
+		char why[200], reason[300];
+		memset(&a, 0, sizeof(a));
+		a.peer = ad->uid;
+		a.started_ms = first ? ad->accepted_ms : sbx_monotonic_ms();
+		head_limits(&c, first);
+		enum head rc = read_head(&c, &h, why, sizeof(why));
+		peers_head_end(g, ad);
+		if (rc == HEAD_OK)
+			snprintf(a.method, sizeof(a.method), "%.*s", (int)(h.method_len < 23 ? h.method_len : 23), h.method);
+		atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
+		if (ad->refuse) {
+			/* Answered whether or not its head came, unless it left. */
+			if (rc != HEAD_GONE)
+				conn_refuse(&c, &a, "busy", 429, ad->reason);
+			break;
+		}
+		if (rc == HEAD_GONE || (rc == HEAD_LATE && !c.len))
+			break;
+		if (rc == HEAD_LATE) {
+			snprintf(reason, sizeof(reason),
+				 "Sandbox network access closed a request whose head did not arrive within %d ms",
+				 g->head_timeout_ms);
+			conn_refuse(&c, &a, "timeout", 408, reason);
+			break;
+		}
+		if (rc == HEAD_BAD) {
+			snprintf(reason, sizeof(reason), "Sandbox network access refused a malformed request: %s", why);
+			conn_refuse(&c, &a, "malformed", 400, reason);
+			break;
+		}
+		if (h.method_len == 7 && !memcmp(h.method, "CONNECT", 7)) {
+			serve_connect(&c, &h, &a);
+			break;
+		}
+		again = serve_absolute(&c, &h, &a, rbuf, out);
+	}
+	free(c.buf);
+	free(rbuf);
+	free(out);
+	close(client);
+}
