@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 static int fail(struct sbx_error *e, const char *what)
 {
@@ -30,8 +31,15 @@ int gateway_confine(const struct sbx_run_as *who, struct sbx_error *e)
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
 		return fail(e, "clear its ambient capabilities");
+	/* A gateway started as a child (sbx-env's install sandbox) dies with
+	 * its parent: the switch clears that signal, so it is set again. */
+	int pdeath = 0;
+	pid_t parent = getppid();
+	(void)prctl(PR_GET_PDEATHSIG, &pdeath);
 	if (sbx_run_as_switch(who, e) != 0)
 		return -1;
+	if (pdeath && (prctl(PR_SET_PDEATHSIG, pdeath) != 0 || getppid() != parent))
+		return fail(e, "outlive its parent");
 	/* setresuid away from 0 empties the permitted and effective sets, not
 	 * the inheritable one: clear all three, whoever we were. */
 	capng_clear(CAPNG_SELECT_CAPS);

@@ -12,7 +12,7 @@ setup() {
     # The tools run in install sandboxes: the fake's local "channels" are
     # bound read-only there and its knobs passed in, as a mirror's would be.
     export SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels:$WORK" \
-        SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS,FAKE_MICROMAMBA_LOG,FAKE_MICROMAMBA_DELAY_S,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO
+        SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS,FAKE_R_REPO,FAKE_MICROMAMBA_LOG,FAKE_MICROMAMBA_DELAY_S,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO
     [ "$(id -u)" -ne 0 ] || { export SBX_ENV_RUN_AS=sbxtest; chmod 711 "$WORK"; }
     unset SCIENCE_AGENT_PACKAGE_CACHE_DIR SCIENTIFIC_ENVS SCIENCE_AGENT_SCIENTIFIC_CHANNELS
 }
@@ -95,9 +95,75 @@ PY
     assert_success
     [ "$(jq -c .channels <<< "$output")" = '["offline-cache:pip"]' ]
     [[ "$(jq -r '.packages | join(" ")' <<< "$output")" == *"python:hello-wheel==1.0"* ]]
+    # An sdist's setup.py is package code: it runs in the install sandbox.
+    mkdir -p "$WORK/sdist/evil_sdist-1.0"
+    cat > "$WORK/sdist/evil_sdist-1.0/setup.py" <<PY
+import os, sys
+open(os.path.join(sys.prefix, "setup-uid"), "w").write(str(os.getuid()))
+try:
+    open("$WORK/host-marker-setup", "w")
+except OSError:
+    pass
+PY
+    tar -C "$WORK/sdist" -czf "$cache/evil_sdist-1.0.tar.gz" evil_sdist-1.0
+    run --separate-stderr sbx-env install "$ENV_ID" --manager pip -- evil-sdist
+    assert_success
+    prefix=$(sbx-env resolve --revision "$(jq -r .id <<< "$output")" --language python | jq -r .prefix)
+    assert_equal "$(cat "$prefix/setup-uid")" "$(install_uid)"
+    [ ! -e "$WORK/host-marker-setup" ]
     run --separate-stderr sbx-env install "$ENV_ID" --manager cran -- survival
     assert_failure 2
     [[ "$stderr" == *"cran installs are unavailable in offline-cache mode; use conda packages from the seeded cache"* ]]
+}
+
+# The uid installs run as: the install user as root, the caller otherwise.
+install_uid() { if [ "$(id -u)" -eq 0 ]; then id -u sbxtest; else id -u; fi; }
+
+@test "package code (post-link, a wheel's .pth, R's configure) runs only in the install sandbox, never as root, without the runner's secrets" {
+    ready
+    task_env
+    export SCIENCE_AGENT_RUNNER_TOKEN=runner-secret-token-123 LAB_API_TOKEN=lab-secret-456
+    mkdir -p "$WORK/channels"
+    cp -r "$FIXTURES/channels/conda-forge" "$WORK/channels/"
+    jq '.packages += [{"name": "evil-post", "version": "1.0", "build": "0",
+        "postLink": "id -u > \"$PREFIX/postlink-uid\"; env > \"$PREFIX/postlink-env\"; touch \"'"$WORK"'/host-marker-post\" 2>/dev/null; touch /workspace-escape 2>/dev/null; true"}]' \
+        "$FIXTURES/channels/conda-forge/repodata.json" > "$WORK/channels/conda-forge/repodata.json"
+    export FAKE_MICROMAMBA_CHANNELS="$WORK/channels"
+    run --separate-stderr sbx-env install -- "$ENV_ID" evil-post
+    assert_success
+    prefix=$(sbx-env resolve --revision "$(jq -r .id <<< "$output")" --language python | jq -r .prefix)
+    assert_equal "$(cat "$prefix/postlink-uid")" "$(install_uid)"
+    [ "$(install_uid)" -ne 0 ]
+    ! grep -q -e runner-secret-token-123 -e lab-secret-456 "$prefix/postlink-env"
+    [ ! -e "$WORK/host-marker-post" ] && [ ! -e /workspace-escape ]
+    # A wheel from the workspace whose .pth runs at the next interpreter
+    # start (the inventory): in the sandbox, writable only the prefix.
+    mkdir -p "$WS/dist"
+    python3 - "$WS/dist/evil-1.0-py3-none-any.whl" "$WORK/host-marker-pth" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("evil.pth", "import os, sys; open(os.path.join(sys.prefix, 'pth-uid'), 'w').write(str(os.getuid()))\n"
+               "import os; open(%r, 'w')\n" % sys.argv[2])
+    z.writestr("evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n")
+PY
+    run --separate-stderr sbx-env install "$ENV_ID" -- pip
+    assert_success
+    run --separate-stderr sbx-env install --manager pip --workspace "$WS" -- "$ENV_ID" dist/evil-1.0-py3-none-any.whl
+    assert_success
+    prefix=$(sbx-env resolve --revision "$(jq -r .id <<< "$output")" --language python | jq -r .prefix)
+    assert_equal "$(cat "$prefix/pth-uid")" "$(install_uid)"
+    [ ! -e "$WORK/host-marker-pth" ]
+    # R's configure script, from a local stand-in for CRAN.
+    mkdir -p "$WORK/cran/evilr"
+    printf 'mkdir -p "$R_PACKAGE_DIR" && id -u > "$R_PACKAGE_DIR/configure-uid"\ntouch "%s" 2>/dev/null; true\n' "$WORK/host-marker-r" > "$WORK/cran/evilr/configure"
+    export FAKE_R_REPO="$WORK/cran"
+    run --separate-stderr sbx-env install -- "$ENV_ID" r-base
+    assert_success
+    run --separate-stderr sbx-env install --manager cran -- "$ENV_ID" evilr
+    assert_success
+    prefix=$(sbx-env resolve --revision "$(jq -r .id <<< "$output")" --language python | jq -r .prefix)
+    assert_equal "$(cat "$prefix/lib/R/library/evilr/configure-uid")" "$(install_uid)"
+    [ ! -e "$WORK/host-marker-r" ]
 }
 
 @test "validation: names, package specs (leading dash, control bytes), managers, channels, indexUrl" {

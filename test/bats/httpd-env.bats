@@ -8,6 +8,10 @@ load httpd_helpers
 setup() {
     export SCIENTIFIC_ENVS=1 SCIENCE_AGENT_PROVISIONER_PATH="$FIXTURES/fake-micromamba" \
         FAKE_MICROMAMBA_CHANNELS="$FIXTURES/channels"
+    # sbx-httpd passes the fake's variable on (SBX_PASS_ENV); sbx-env binds
+    # its channels into the install sandboxes and passes it in.
+    export SBX_PASS_ENV=FAKE_MICROMAMBA_CHANNELS SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels" \
+        SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS
     httpd_setup
     chmod 755 "$WORK/data"
 }
