@@ -23,6 +23,7 @@ static const struct sbx_json_field request_fields[] = {
 	{ "env", SBX_JSON_OBJECT, false, true },
 	{ "timeoutMs", SBX_JSON_INTEGER, false, true },
 	{ "maxWorkspaceBytes", SBX_JSON_INTEGER, false, true },
+	{ "maxWorkspaceFiles", SBX_JSON_INTEGER, false, true },
 	{ "maxOutputBytes", SBX_JSON_INTEGER, false, true },
 	{ "network", SBX_JSON_OBJECT, false, true },
 	{ "environment", SBX_JSON_OBJECT, false, true },
@@ -310,6 +311,9 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 	    non_negative(doc, "maxWorkspaceBytes", (long long)SBX_QUOTA_DEFAULT_BYTES, &v, e) != 0)
 		return -1;
 	r->max_workspace_bytes = (uint64_t)v;
+	if (non_negative(doc, "maxWorkspaceFiles", (long long)SBX_QUOTA_DEFAULT_FILES, &v, e) != 0)
+		return -1;
+	r->max_workspace_files = (uint64_t)v;
 	if (non_negative(doc, "maxOutputBytes", (long long)SBX_OUTPUT_DEFAULT_BYTES, &v, e) != 0)
 		return -1;
 	r->max_output_bytes = (uint64_t)v;

@@ -46,6 +46,7 @@ struct sbx_run_request {
 	const char *workspace;      /* ws.path: display only */
 	long long timeout_ms;       /* 0: none */
 	uint64_t max_workspace_bytes; /* 0: unlimited */
+	uint64_t max_workspace_files; /* names below the workspace root; 0: unlimited */
 	uint64_t max_output_bytes;    /* 0: never truncate */
 	struct sbx_run_limits limits;
 	struct sbx_worker_caps caps;

@@ -5,6 +5,7 @@
 #include "../lib/diag.h"
 #include "../lib/error.h"
 #include "../lib/exitcodes.h"
+#include "../lib/quota.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -108,6 +109,8 @@ void config_load(struct config *c)
 				      "a non-negative safe integer (0: never truncate)");
 	c->max_workspace_bytes = integer("SCIENCE_AGENT_MAX_WORKSPACE_BYTES", 10737418240LL, 0, SAFE_INTEGER_MAX,
 					 "a non-negative safe integer (0: unlimited)");
+	c->max_workspace_files = integer("SCIENCE_AGENT_MAX_WORKSPACE_FILES", (long long)SBX_QUOTA_DEFAULT_FILES, 0,
+					 SAFE_INTEGER_MAX, "a non-negative safe integer (0: unlimited)");
 	long long kernel_idle = integer("SCIENCE_AGENT_KERNEL_IDLE_MS", 0, 0, SAFE_INTEGER_MAX, "a non-negative safe integer");
 	(void)integer("SCIENCE_AGENT_SHELL_IDLE_MS", kernel_idle, 0, SAFE_INTEGER_MAX, "a non-negative safe integer");
 	c->signature_max_age_ms = integer("SCIENCE_AGENT_EXECUTION_SIGNATURE_MAX_AGE_MS", 30000, 1, SAFE_INTEGER_MAX,

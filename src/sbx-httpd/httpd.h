@@ -31,6 +31,7 @@ struct config {
 	long long run_retention_s;   /* SCIENCE_AGENT_RUN_RETENTION_SECONDS: run directories kept after delivery */
 	long long max_output_bytes;
 	long long max_workspace_bytes;
+	long long max_workspace_files; /* SCIENCE_AGENT_MAX_WORKSPACE_FILES: names below a workspace, 0 none */
 	long long signature_max_age_ms;
 	long long max_connections;   /* SCIENCE_AGENT_MAX_CONNECTIONS: open at once; past it a request gets 503 */
 	long long max_requests;      /* SCIENCE_AGENT_MAX_REQUESTS: answered (or queued) at once; past it 503 */

@@ -75,13 +75,14 @@ void info_limits_init(void)
 	enum sbx_cgroup_mode mode = sbx_cgroup_probe(&l);
 	const struct config *c = &g_server.cfg;
 	default_limits = json_pack(
-		"{s:s,s:I,s:I,s:i,s:i,s:s,s:I,s:I,s:b,s:I,s:I,s:I}", "mode",
+		"{s:s,s:I,s:I,s:i,s:i,s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:I}", "mode",
 		l.memory_bytes || l.pids ? sbx_cgroup_mode_name(mode) : "none", "memoryBytes", (json_int_t)l.memory_bytes,
 		"processes", (json_int_t)l.pids, "perUidProcesses", SBX_MAX_PROCESSES_DEFAULT, "openFiles",
 		SBX_MAX_OPEN_FILES_DEFAULT, "fileSizeBytes", "remaining maxWorkspaceBytes + 1", "tmpBytes",
 		(json_int_t)SBX_TMP_SIZE_DEFAULT, "shmBytes", (json_int_t)SBX_SHM_SIZE_DEFAULT, "devReadOnly", 1,
 		"maxConnections", (json_int_t)c->max_connections, "maxRequests", (json_int_t)c->max_requests,
-		"connectionIdleMs", (json_int_t)CONNECTION_IDLE_S * 1000);
+		"connectionIdleMs", (json_int_t)CONNECTION_IDLE_S * 1000, "workspaceFiles",
+		(json_int_t)c->max_workspace_files);
 }
 
 enum MHD_Result handle_health(struct req *r)

@@ -175,10 +175,13 @@ static bool within_quota(int dir, int parent, const char *leaf, unsigned long lo
 		return true;
 	if (sbx_quota_usage_at(dir, &u, &e) != 0)
 		return false;
-	unsigned long long total = u.bytes;
+	unsigned long long total = u.charged_bytes; /* as a run's quota counts */
 	sbx_usage_free(&u);
-	if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-		total -= (unsigned long long)st.st_size < total ? (unsigned long long)st.st_size : total;
+	if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+		unsigned long long size = (unsigned long long)st.st_size, disk = (unsigned long long)st.st_blocks * 512;
+		unsigned long long charged = size > disk ? size : disk;
+		total -= charged < total ? charged : total;
+	}
 	return total + incoming <= (unsigned long long)max;
 }
 

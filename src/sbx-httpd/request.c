@@ -267,7 +267,7 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 	const char *id = json_string_value(json_object_get(doc, "executionId"));
 	const char *agent = json_string_value(json_object_get(doc, "agentId"));
 	const char *session = json_string_value(json_object_get(epoch, "sessionId"));
-	long long timeout, max_out, max_ws;
+	long long timeout, max_out, max_ws, max_files;
 
 	*run_out = NULL;
 	memset(x, 0, sizeof(*x));
@@ -321,7 +321,8 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 		return -1;
 	if (limit(doc, "executionTimeoutMs", g_server.cfg.exec_timeout_ms, &timeout, msg, msize) != 0 ||
 	    limit(doc, "maxOutputBytes", g_server.cfg.max_output_bytes, &max_out, msg, msize) != 0 ||
-	    limit(doc, "maxWorkspaceBytes", g_server.cfg.max_workspace_bytes, &max_ws, msg, msize) != 0)
+	    limit(doc, "maxWorkspaceBytes", g_server.cfg.max_workspace_bytes, &max_ws, msg, msize) != 0 ||
+	    limit(doc, "maxWorkspaceFiles", g_server.cfg.max_workspace_files, &max_files, msg, msize) != 0)
 		return -1;
 	snprintf(x->id, sizeof(x->id), "%s", id);
 	snprintf(x->session, sizeof(x->session), "%s", session);
@@ -331,9 +332,9 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 		 runtime_rev[0] ? runtime_rev : shell ? "system-shell-bwrap-v1" : named ? named : epoch_rev ? epoch_rev : "system-python");
 	x->timeout_ms = timeout;
 
-	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", ws_ref,
+	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", ws_ref,
 				"timeoutMs", (json_int_t)timeout, "maxOutputBytes", (json_int_t)max_out,
-				"maxWorkspaceBytes", (json_int_t)max_ws);
+				"maxWorkspaceBytes", (json_int_t)max_ws, "maxWorkspaceFiles", (json_int_t)max_files);
 	if (prefix[0]) {
 		/* The prefix sbx-env resolved, opened once here and handed on. */
 		int env_fd = open(prefix, O_PATH | O_DIRECTORY | O_CLOEXEC);

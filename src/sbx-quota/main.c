@@ -1,5 +1,6 @@
-/* sbx-quota — bytes and files of a tree (`usage`), or a program run under a
- * byte limit on a tree (`watch`): killed, with its process group, on a breach. */
+/* sbx-quota — what a tree costs, in bytes and names (`usage`), or a program
+ * run under those limits on a tree (`watch`): killed, with its process
+ * group, on a breach. */
 #include "../lib/cli.h"
 #include "../lib/clock.h"
 #include "../lib/diag.h"
@@ -10,6 +11,7 @@
 #include "../lib/spawn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -26,12 +28,14 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: sbx-quota usage PATH\n"
-		"       sbx-quota watch --max-bytes N [--interval-ms MS] PATH -- PROGRAM [ARG...]\n"
+		"       sbx-quota watch --max-bytes N [--max-files F] [--interval-ms MS] PATH -- PROGRAM [ARG...]\n"
 		"\n"
-		"usage  prints {bytes, files, dirs, symlinks, other, hardlinksDeduped, errors, errorsTotal}\n"
-		"watch  runs PROGRAM and kills its process group when PATH holds more than N bytes\n"
-		"       (checked every MS milliseconds, default %d); exits with the program's status,\n"
-		"       or %d on a breach. See sbx-quota(1).\n",
+		"usage  prints {bytes, diskBytes, chargedBytes, inodes, entries, files, dirs, symlinks,\n"
+		"       other, hardlinksDeduped, errors, errorsTotal}\n"
+		"watch  runs PROGRAM and kills its process group when PATH is charged more than N bytes\n"
+		"       or holds more than F names (0: no such limit; default 0); checked every MS\n"
+		"       milliseconds, default %d; exits with the program's status, or %d on a breach.\n"
+		"       See sbx-quota(1).\n",
 		SBX_QUOTA_INTERVAL_MS, SBX_EXIT_RESOURCE);
 	sbx_cli_print_exit_codes(out);
 }
@@ -56,10 +60,11 @@ static int cmd_watch(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "max-bytes", required_argument, NULL, 'm' },
+		{ "max-files", required_argument, NULL, 'f' },
 		{ "interval-ms", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long long max = -1;
+	long long max = -1, max_files = 0;
 	int interval = SBX_QUOTA_INTERVAL_MS, c;
 	struct sbx_error e;
 
@@ -67,6 +72,8 @@ static int cmd_watch(int argc, char **argv)
 	while ((c = getopt_long(argc + 1, argv - 1, "+", options, NULL)) != -1) {
 		if (c == 'm')
 			max = sbx_cli_parse_long("--max-bytes", optarg, 0, LONG_MAX);
+		else if (c == 'f')
+			max_files = sbx_cli_parse_long("--max-files", optarg, 0, LONG_MAX);
 		else if (c == 'i')
 			interval = (int)sbx_cli_parse_long("--interval-ms", optarg, 1, 3600000);
 		else
@@ -98,7 +105,7 @@ static int cmd_watch(int argc, char **argv)
 	}
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	uint64_t bytes = 0;
-	bool breached = false;
+	enum sbx_quota_state q = SBX_QUOTA_FITS;
 	for (long long next = sbx_mono_ms() + interval;;) {
 		long long wait = next - sbx_mono_ms();
 		struct pollfd p = { .fd = pidfd, .events = POLLIN };
@@ -109,8 +116,11 @@ static int cmd_watch(int argc, char **argv)
 			break;
 		if (r == 0) {
 			next += interval;
-			if (sbx_quota_exceeded(root, (uint64_t)max, &bytes)) {
-				breached = true;
+			int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			q = fd < 0 ? SBX_QUOTA_FITS : sbx_quota_check_at(fd, (uint64_t)max, (uint64_t)max_files, &bytes);
+			if (fd >= 0)
+				close(fd);
+			if (sbx_quota_over(q)) {
 				kill(-pid, SIGKILL);
 				break;
 			}
@@ -120,11 +130,14 @@ static int cmd_watch(int argc, char **argv)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	close(pidfd);
-	if (breached) {
-		char message[512];
-		sbx_quota_message(true, (uint64_t)max, message, sizeof(message));
-		sbx_diag("error", "quota-exceeded", NULL, "%s (%s held %llu bytes)", message, root,
-			 (unsigned long long)bytes);
+	char message[512];
+	if (sbx_quota_breach(q, true, (uint64_t)max, (uint64_t)max_files, message, sizeof(message))) {
+		if (q == SBX_QUOTA_OVER)
+			sbx_diag("error", "quota-exceeded", NULL, "%s (%s was charged %llu bytes)", message, root,
+				 (unsigned long long)bytes);
+		else
+			sbx_diag("error", "quota-exceeded", NULL, "%s (%s held more than %lld names)", message, root,
+				 max_files);
 		return SBX_EXIT_RESOURCE;
 	}
 	if (WIFSIGNALED(status))

@@ -104,7 +104,6 @@ static int fail(struct run *r, const struct sbx_error *e)
 static int execute(struct run *r, struct sbx_error *e)
 {
 	bool queued;
-	char message[512];
 
 	r->lease_fd = sbx_lease_take(r->state_dir, r->req.ws.fd, on_queued, r, was_cancelled, &queued, e);
 	if (queued) {
@@ -127,14 +126,14 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	}
 	r->started_at_ms = run_now_ms();
-	if (sbx_quota_exceeded_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes)) {
-		sbx_quota_message(false, r->req.max_workspace_bytes, message, sizeof(message));
-		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
+	if (sbx_quota_over(run_quota_check(r, false))) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", r->quota_why);
 		return fail(r, e);
 	}
 	/* No single file may outgrow what is left of the quota by more than a
-	 * byte (so crossing it still reads as crossing it): one fallocate
-	 * cannot overshoot it between two checks. */
+	 * byte (the quota charges a file at least its size, so crossing it
+	 * still reads as crossing it): one fallocate cannot overshoot it
+	 * between two checks. */
 	if (r->req.max_workspace_bytes)
 		json_object_set_new(r->req.spec, "fileSizeLimitBytes",
 				    json_integer((json_int_t)(r->req.max_workspace_bytes - r->quota_bytes) + 1));
@@ -233,10 +232,9 @@ static int execute(struct run *r, struct sbx_error *e)
 			      "Workspace directories were nested deeper than %d levels; what lay deeper was removed",
 			      SBX_WORKSPACE_MAX_DEPTH);
 		fail(r, e);
-	} else if (r->quota_hit || sbx_quota_exceeded_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes)) {
+	} else if (r->quota_hit || sbx_quota_over(run_quota_check(r, true))) {
 		r->quota_hit = true;
-		sbx_quota_message(true, r->req.max_workspace_bytes, message, sizeof(message));
-		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", message);
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", r->quota_why);
 		fail(r, e);
 	} else if (r->timed_out) {
 		if (r->job && r->job->terminated_ms)

@@ -8,6 +8,7 @@
 #include "../lib/cgroup_limits.h"
 #include "../lib/event_sign.h"
 #include "../lib/object_store.h"
+#include "../lib/quota_watch.h"
 #include "../lib/run_document.h"
 #include "../lib/run_output.h"
 #include "../lib/run_request.h"
@@ -75,7 +76,8 @@ struct run {
 	long long started_mono_ms; /* sbx_mono_ms() when sbx-run started: a platform deadline counts from it */
 	int wait_status;
 	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
-	uint64_t quota_bytes;
+	uint64_t quota_bytes;   /* the workspace's charged bytes at the last check */
+	char quota_why[512];    /* which workspace limit was crossed (quota_hit) */
 	long setid_cleared;     /* set-uid/set-gid bits cleared after the run */
 	long long workload_uid; /* the workspace's own uid (SBX_UID_RANGE), -1: the shared or caller's */
 	long too_deep_removed;  /* directories past SBX_WORKSPACE_MAX_DEPTH, removed after the run */
@@ -90,6 +92,9 @@ struct run {
 /* supervise.c: feeds the code, captures output, enforces deadline, quota
  * and cancel, and returns once the whole sandbox is gone. */
 int run_supervise(struct run *r, struct sbx_error *e);
+/* supervise.c: the workspace's quota check (bytes, files, depth); over a
+ * limit, quota_why names it ("exceeds" before the run, "exceeded" during). */
+enum sbx_quota_state run_quota_check(struct run *r, bool during);
 
 /* egress.c: a domain-allowlist run gets its revision's gateway (started
  * when none answers) and the spec's network names its socket. */

@@ -19,6 +19,15 @@
 
 enum { P_OUT, P_ERR, P_IN, P_INFO, P_EXIT, P_SIGNAL, P_CHANNEL, P_COUNT };
 
+enum sbx_quota_state run_quota_check(struct run *r, bool during)
+{
+	enum sbx_quota_state q = sbx_quota_check_at(r->req.ws.fd, r->req.max_workspace_bytes,
+						    r->req.max_workspace_files, &r->quota_bytes);
+	sbx_quota_breach(q, during, r->req.max_workspace_bytes, r->req.max_workspace_files, r->quota_why,
+			 sizeof(r->quota_why));
+	return q;
+}
+
 /* Reads what a pipe holds into the output; false at EOF. */
 static bool pump(struct run *r, int *fd, int stream, struct sbx_error *e, int *failed)
 {
@@ -157,9 +166,9 @@ int run_supervise(struct run *r, struct sbx_error *e)
 		if (!exited && !grace_end && now >= next_quota) {
 			next_quota = now + SBX_QUOTA_INTERVAL_MS;
 			uint64_t scratch_bytes;
-			enum sbx_quota_state q = sbx_quota_check_at(r->req.ws.fd, r->req.max_workspace_bytes, &r->quota_bytes);
+			enum sbx_quota_state q = run_quota_check(r, true);
 			if (q != SBX_QUOTA_FITS) {
-				r->quota_hit = q == SBX_QUOTA_OVER;
+				r->quota_hit = sbx_quota_over(q);
 				r->too_deep = q == SBX_QUOTA_TOO_DEEP; /* bytes down there would hide from the quota */
 				stop(r, true, &grace_end); /* no grace: every ms writes more */
 			} else if (r->worker.scratch_fd >= 0 &&

@@ -30,6 +30,7 @@ teardown() { httpd_teardown; }
     [ "$(jq -c .sandboxNetwork <<< "$body")" = '{"available":true,"modes":["none","domain-allowlist"]}' ]
     # Every execution's default bounds, and what holds them on this host.
     [ "$(jq -c '.limits | [.memoryBytes, .processes, .openFiles, .shmBytes, .devReadOnly, .maxConnections, .maxRequests]' <<< "$body")" = '[8589934592,4096,4096,67108864,true,4096,512]' ]
+    [ "$(jq -r .limits.workspaceFiles <<< "$body")" = 100000 ]
     if [ "$(id -u)" -eq 0 ] && grep -q ' - cgroup cgroup .*memory' /proc/self/mountinfo; then
         [ "$(jq -r .limits.mode <<< "$body")" = cgroup-v1 ]
     else
@@ -210,6 +211,10 @@ teardown() { httpd_teardown; }
     [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "Shell execution timed out after 500 ms" ]
     signed /execute-shell "$(shell_request q1 'head -c 3000000 /dev/zero > big; sleep 5' '{"maxWorkspaceBytes":1000000}')"
     [ "$status_code" = 400 ] && [[ "$(jq -r .error <<< "$output")" == "Workspace exceeded the 1000000 byte execution quota"* ]]
+    signed /execute-shell "$(shell_request q2 'for i in $(seq 500); do : > e$i; done' '{"maxWorkspaceFiles":50}')"
+    [ "$status_code" = 400 ] && [[ "$(jq -r .error <<< "$output")" == "Workspace exceeded the 50 file execution quota"* ]]
+    signed /execute-shell "$(shell_request q3 'true' '{"maxWorkspaceFiles":-1}')"
+    [ "$status_code" = 400 ] && [ "$(jq -r .error <<< "$output")" = "maxWorkspaceFiles must be a non-negative safe integer" ]
     signed /execute-shell "$(shell_request o1 'head -c 50000 /dev/zero | tr "\0" a; head -c 50000 /dev/zero | tr "\0" b >&2' '{"maxOutputBytes":10000}')"
     [ "$status_code" = 200 ]
     total=$(jq -r '(.stdout + .stderr) | utf8bytelength' <<< "$output")

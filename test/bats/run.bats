@@ -185,6 +185,56 @@ r() { jq -r "$1" <<<"$result"; }
     [ "$(cat "$STATE"/snapshots/refs/ws-*[0-9])" = "$before" ]
 }
 
+@test "quota: 10,000 symlinks with 4 KB targets under a 1 MiB quota end the run (every inode's blocks count)" {
+    # One xargs makes them: 40 MB of disk without a regular-file byte.
+    code=$'p=$(printf \'%0200d/\' $(seq 20))\nfor i in $(seq 10000); do printf \'%s/n%d\\n\' "$p" "$i"; done | xargs ln -s -t .\necho made'
+    sbx_run ql1 shell "$code" '{"maxWorkspaceBytes":1048576}'
+    assert_failure 6
+    [ "$(r .failureClass)" = resource-exhausted ]
+    [[ "$(r .error)" == "Workspace exceeded the 1048576 byte execution quota"* ]]
+    [ "$(r .workspaceSnapshot)" = null ]
+    [ "$(find "$WS" -maxdepth 1 -type l | wc -l)" -gt 0 ]
+    # What it left is over the quota: the next run is refused before it starts.
+    sbx_run ql2 shell 'echo ran' '{"maxWorkspaceBytes":1048576}'
+    assert_failure 6
+    [[ "$(r .error)" == "Workspace exceeds the 1048576 byte execution quota"* ]]
+    [ "$(r .stdout)" = "" ]
+}
+
+@test "quota: maxWorkspaceFiles (default 100000): many empty files end the run, content under both caps runs" {
+    caps='{"maxWorkspaceBytes":4194304,"maxWorkspaceFiles":1000}'
+    sbx_run qf1 shell 'mkdir d; for i in $(seq 300); do echo "line $i" > d/f$i; done; echo done' "$caps"
+    assert_success
+    [ "$(r .stdout)" = done ]
+    [[ "$(r .workspaceSnapshot.digest)" =~ ^sha256: ]]
+    # Empty files hold no byte, but each is a name.
+    sbx_run qf2 shell 'for i in $(seq 5000); do : > e$i; done; echo made' "$caps"
+    assert_failure 6
+    [ "$(r .failureClass)" = resource-exhausted ]
+    [[ "$(r .error)" == "Workspace exceeded the 1000 file execution quota (every name counts"*"maxWorkspaceFiles"* ]]
+    [ "$(r .workspaceSnapshot)" = null ]
+    sbx_run qf3 shell 'echo ran' "$caps"
+    assert_failure 6
+    [[ "$(r .error)" == "Workspace exceeds the 1000 file execution quota"* ]]
+    # 0 lifts the cap; a negative one is refused by name.
+    sbx_run qf4 shell 'echo ran' '{"maxWorkspaceFiles":0}'
+    assert_success
+    [ "$(r .stdout)" = ran ]
+    sbx_run qf5 shell 'echo ran' '{"maxWorkspaceFiles":-1}'
+    assert_failure 2
+    [[ "$stderr" == *"maxWorkspaceFiles"* ]]
+    # The default: 100,000 names, a hard link's each (two inodes here, made
+    # by the host: links are far cheaper to make than inodes).
+    rm -rf "$WS"/* && mkdir "$WS/many" && python3 -c 'import os, sys
+os.chdir(sys.argv[1])
+for f in ("a", "b"):
+    open(f, "w").close()
+    for i in range(50000): os.link(f, f + str(i))' "$WS/many"
+    sbx_run qf6 shell 'echo ran'
+    assert_failure 6
+    [[ "$(r .error)" == "Workspace exceeds the 100000 file execution quota"* ]]
+}
+
 @test "output: 2 GiB with a 1 MiB budget keeps head and tail, valid UTF-8, flat memory" {
     code=$'printf \'\\303\\251%.0s\' $(seq 1 300000); (yes \'\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 tail\' | head -c 2147483655) || true; echo THE-END'
     sbx_run big shell "$code" '{"maxOutputBytes":1048576}'
@@ -401,7 +451,7 @@ for i in $(seq 2000); do mkdir a; cd a; done; cp /usr/bin/true s; chmod 4755 s; 
 }
 
 @test "without a quota a too-deep tree is removed after the run; one placed by the host is refused before it, named" {
-    sbx_run deep3 shell 'for i in $(seq 600); do mkdir b; cd b; done; echo made' '{"maxWorkspaceBytes": 0}'
+    sbx_run deep3 shell 'for i in $(seq 600); do mkdir b; cd b; done; echo made' '{"maxWorkspaceBytes": 0, "maxWorkspaceFiles": 0}'
     assert_failure 6
     [ "$(r .stdout)" = made ]
     [ "$(r .tooDeepDirectoriesRemoved)" = 1 ]

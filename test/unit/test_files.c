@@ -1,6 +1,7 @@
 /* test_files.c — atomic writes (content, mode, no debris, nothing on
  * failure), mkdir -p, realpath containment against symlink escapes, and
- * the fd-relative remote workspace: open, remove, scan and usage. */
+ * the fd-relative remote workspace: open, remove, scan and usage; the
+ * usage walk's stop at a limit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -318,6 +319,45 @@ static void scan_and_usage_at_an_fd_leave_it_as_it_was(void **state)
 	close(fd);
 }
 
+/* A capped walk ends at the first limit crossed: a check never costs more
+ * than max_files names, whatever the tree holds. */
+static void usage_walk_stops_at_the_first_limit_crossed(void **state)
+{
+	(void)state;
+	char p[PATH_MAX + 64];
+	struct sbx_usage u;
+	struct sbx_error e;
+	for (int i = 0; i < 50; i++) {
+		snprintf(p, sizeof(p), "%s/e%d", root, i);
+		assert_int_equal(sbx_atomic_write(p, "", 0, 0644, &e), 0);
+	}
+	snprintf(p, sizeof(p), "%s/link", root);
+	assert_int_equal(symlink("a-target-that-takes-forty-bytes-or-so...", p), 0);
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(sbx_quota_usage_at(fd, &u, &e), 0);
+	assert_false(u.stopped);
+	assert_int_equal(u.entries, 51);
+	assert_int_equal(u.inodes, 51);
+	assert_int_equal(u.symlinks, 1);
+	assert_true(u.charged_bytes >= 40); /* the target's length, at least */
+	sbx_usage_free(&u);
+	assert_int_equal(sbx_quota_usage_capped_at(fd, 0, 10, &u, &e), 0);
+	assert_true(u.stopped);
+	assert_int_equal(u.entries, 11);
+	assert_true(u.inodes <= 10);
+	sbx_usage_free(&u);
+	assert_int_equal(sbx_quota_usage_capped_at(fd, 20, 0, &u, &e), 0);
+	assert_true(u.stopped); /* the symlink alone is charged more than 20 bytes */
+	assert_true(u.charged_bytes > 20);
+	sbx_usage_free(&u);
+	assert_int_equal(sbx_quota_usage_capped_at(fd, 1 << 20, 100, &u, &e), 0);
+	assert_false(u.stopped);
+	assert_int_equal(u.entries, 51);
+	sbx_usage_free(&u);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +371,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(remote_workspace_open_refuses_symlinks_and_removes_without_following,
 						make_root, remove_root),
 		cmocka_unit_test_setup_teardown(scan_and_usage_at_an_fd_leave_it_as_it_was, make_root, remove_root),
+		cmocka_unit_test_setup_teardown(usage_walk_stops_at_the_first_limit_crossed, make_root, remove_root),
 	};
 	return cmocka_run_group_tests_name("files", tests, NULL, NULL);
 }
