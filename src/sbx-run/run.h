@@ -14,6 +14,7 @@
 #include "../lib/run_as.h"
 #include "../lib/run_sandbox.h"
 #include "../lib/snap_scan.h"
+#include "../lib/snap_store.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -42,6 +43,10 @@ struct run {
 	char exec_dir[PATH_MAX + 200];
 	char staged[PATH_MAX + 64]; /* a standby's ready-made execution directory ("": none) */
 	char store[PATH_MAX];     /* "" : no snapshot */
+	struct sbx_snap_pin pin;  /* what this run stored that no ref reaches yet */
+	uint64_t max_manifest;    /* --max-manifest-bytes */
+	unsigned keep_versions;   /* --keep-versions: the store's retention */
+	long gc_interval_s;       /* --gc-interval-s; -1: --no-gc */
 	char launch[PATH_MAX];
 	char egress_dir[PATH_MAX];  /* gateways by revision: <data dir>/eg */
 	int egress_idle_s;          /* a gateway nobody uses exits after this */
@@ -141,6 +146,10 @@ int run_job_manifest(struct run *r, json_t *result, int status);
 int run_job_manifest_start(struct run *r, struct sbx_error *e);
 /* The failure class of an exit status (NULL for 0). */
 const char *run_failure_class_of(int status);
+
+/* collect.c: the run's pins dropped, then a due collection of the store
+ * started detached (never waited for). */
+void run_collect_store(struct run *r);
 
 /* usage.c: --help. */
 void run_usage(FILE *out);
