@@ -258,14 +258,9 @@ static int execute(struct run *r, struct sbx_error *e)
 	}
 	/* An over-quota tree is not stored (the disk would hold it twice): the
 	 * workspace's ref keeps its previous snapshot. */
-	if (r->store[0] && !r->quota_hit) {
-		char ref[96];
-		snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)r->req.ws.dev, (unsigned long long)r->req.ws.ino);
-		struct sbx_error se;
-		if (!(r->snapshot = sbx_snap_commit_scanned(r->req.ws.fd, r->store, ref, &r->after, r->max_manifest, &se)) &&
-		    !r->exit_code)
-			return fail(r, &se);
-	}
+	struct sbx_error se;
+	if (r->store[0] && !r->quota_hit && !(r->snapshot = run_commit_snapshot(r, &se)) && !r->exit_code)
+		return fail(r, &se);
 	return r->exit_code;
 }
 
@@ -323,10 +318,7 @@ int main(int argc, char **argv)
 	r->workload_uid = -1;
 	r->held.pid = r->held.sock = -1;
 	r->egress_idle_s = 300;
-	sbx_snap_pin_init(&r->pin);
-	r->max_manifest = SBX_SNAP_MANIFEST_MAX_DEFAULT;
-	r->keep_versions = SBX_SNAP_KEEP_DEFAULT;
-	r->gc_interval_s = SBX_SNAP_GC_INTERVAL_DEFAULT;
+	run_store_defaults(r);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
@@ -356,15 +348,9 @@ int main(int argc, char **argv)
 			r->egress_resolve[r->n_egress_resolve++] = optarg;
 			break;
 		case 'I': r->egress_idle_s = (int)sbx_cli_parse_long("--egress-idle-s", optarg, 1, 86400 * 30); break;
-		case 'M':
-			r->max_manifest = (uint64_t)sbx_cli_parse_long("--max-manifest-bytes", optarg, 1024,
-								       (long)SBX_SNAP_MANIFEST_READ_MAX);
-			break;
-		case 'N': r->keep_versions = (unsigned)sbx_cli_parse_long("--keep-versions", optarg, 0, 100000); break;
-		case 'G': r->gc_interval_s = sbx_cli_parse_long("--gc-interval-s", optarg, 0, 86400 * 365); break;
-		case 'Z': r->gc_interval_s = -1; break;
 		case 'h': run_usage(stdout); return SBX_EXIT_OK;
 		case 'V': sbx_cli_print_version("sbx-run"); return SBX_EXIT_OK;
+		case 'M': case 'N': case 'G': case 'Z': run_store_option(r, c, optarg); break;
 		default: sbx_cli_bad_option("sbx-run", argv[optind - 1]);
 		}
 	}

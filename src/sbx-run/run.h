@@ -147,8 +147,14 @@ int run_job_manifest_start(struct run *r, struct sbx_error *e);
 /* The failure class of an exit status (NULL for 0). */
 const char *run_failure_class_of(int status);
 
-/* collect.c: the run's pins dropped, then a due collection of the store
- * started detached (never waited for). */
+/* store.c: the store's defaults and options (--max-manifest-bytes 'M',
+ * --keep-versions 'N', --gc-interval-s 'G', --no-gc 'Z');
+ * the workspace committed to its ref (the receipt, or NULL); after the
+ * run, its pins dropped, then a due collection of the store started
+ * detached (never waited for). */
+void run_store_defaults(struct run *r);
+void run_store_option(struct run *r, int c, const char *arg);
+json_t *run_commit_snapshot(struct run *r, struct sbx_error *e);
 void run_collect_store(struct run *r);
 
 /* usage.c: --help. */

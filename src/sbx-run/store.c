@@ -1,9 +1,10 @@
-/* collect.c — the snapshot store's upkeep after a run: the run's pins go,
- * then a collection that is due starts detached (its own session, lowest
- * CPU and idle I/O priority, an empty environment) holding <store>/gc.lock:
- * never waited for, at most one per store, at most one per interval. */
+/* store.c — the run's part in the snapshot store: its options, the commit
+ * of the workspace, and the upkeep after the run: the run's pins go, then a
+ * collection that is due starts detached (its own session, lowest CPU and
+ * idle I/O priority, an empty environment) holding <store>/gc.lock: never
+ * waited for, at most one per store, at most one per interval. */
 #include "run.h"
-#include "../lib/diag.h"
+#include "../lib/cli.h"
 #include "../lib/exitcodes.h"
 #include "../lib/spawn.h"
 
@@ -20,6 +21,34 @@
 
 #define IOPRIO_WHO_PROCESS 1
 #define IOPRIO_IDLE (3 << 13) /* class idle, level 0 */
+
+void run_store_defaults(struct run *r)
+{
+	sbx_snap_pin_init(&r->pin);
+	r->max_manifest = SBX_SNAP_MANIFEST_MAX_DEFAULT;
+	r->keep_versions = SBX_SNAP_KEEP_DEFAULT;
+	r->gc_interval_s = SBX_SNAP_GC_INTERVAL_DEFAULT;
+}
+
+void run_store_option(struct run *r, int c, const char *arg)
+{
+	if (c == 'M')
+		r->max_manifest = (uint64_t)sbx_cli_parse_long("--max-manifest-bytes", arg, 1024,
+							       (long)SBX_SNAP_MANIFEST_READ_MAX);
+	else if (c == 'N')
+		r->keep_versions = (unsigned)sbx_cli_parse_long("--keep-versions", arg, 0, 100000);
+	else if (c == 'G')
+		r->gc_interval_s = sbx_cli_parse_long("--gc-interval-s", arg, 0, 86400 * 365);
+	else if (c == 'Z')
+		r->gc_interval_s = -1;
+}
+
+json_t *run_commit_snapshot(struct run *r, struct sbx_error *e)
+{
+	char ref[96];
+	snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)r->req.ws.dev, (unsigned long long)r->req.ws.ino);
+	return sbx_snap_commit_scanned(r->req.ws.fd, r->store, ref, &r->after, r->max_manifest, e);
+}
 
 void run_collect_store(struct run *r)
 {
