@@ -218,9 +218,15 @@ json_t *sbx_snap_gc(const char *store, const struct sbx_snap_gc_opts *o, struct 
 
 	/* Marking, unlocked: nothing kept at the barrier goes, and nothing newer. */
 	sbx_map_init(&live);
-	for (size_t i = 0; i < kept.manifests.cap; i++)
-		if (kept.manifests.slots && kept.manifests.slots[i].key)
-			mark_tree(store, kept.manifests.slots[i].key, &live);
+	for (size_t i = 0; kept.manifests.slots && i < kept.manifests.cap; i++) {
+		const struct sbx_map_slot *slot = &kept.manifests.slots[i];
+		char digest[72];
+		if (!slot->key || slot->key_len >= sizeof(digest))
+			continue;
+		memcpy(digest, slot->key, slot->key_len); /* keys are not NUL-terminated */
+		digest[slot->key_len] = '\0';
+		mark_tree(store, digest, &live);
+	}
 	size_t pinned_runs = pins.n;
 	snap_pins_mark(&pins, &live);
 	s.live = &live;
