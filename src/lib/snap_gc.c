@@ -192,6 +192,14 @@ json_t *sbx_snap_gc(const char *store, const struct sbx_snap_gc_opts *o, struct 
 	int gc = o->lock_fd >= 0 ? o->lock_fd : open_gc_lock(store, true, e);
 	if (gc < 0)
 		return NULL;
+	/* A given fd must be this store's gc.lock, flocked by its holder. */
+	struct stat given;
+	snprintf(path, sizeof(path), "%s/gc.lock", store);
+	if (gc == o->lock_fd && (fstat(gc, &given) != 0 || stat(path, &st) != 0 || given.st_dev != st.st_dev ||
+				 given.st_ino != st.st_ino || flock(gc, LOCK_EX | LOCK_NB) != 0)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-lock-fd", "--lock-fd %d is not %s, held", gc, path);
+		return NULL;
+	}
 	/* The barrier. */
 	int lock = sbx_snap_lock(store, true, e);
 	if (lock < 0) {

@@ -355,4 +355,8 @@ obj() {
     run --separate-stderr sbx-snap gc --store "$STORE" --keep -1
     assert_failure 2
     [[ "$stderr" == *"--keep"* ]]
+    commit
+    run --separate-stderr sh -c 'exec sbx-snap gc --store "$1" --lock-fd 5 5</etc/passwd' sh "$STORE"
+    assert_failure 2
+    [[ "$stderr" == *"--lock-fd 5 is not"*gc.lock* ]]
 }
