@@ -14,15 +14,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <stdbool.h>
 #include <limits.h>
-#include "hash.h"
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
