@@ -47,6 +47,7 @@ static const struct sbx_json_field cap_fields[] = {
 	{ "mediaCount", SBX_JSON_INTEGER, false, true },
 	{ "mediaBytes", SBX_JSON_INTEGER, false, true },
 	{ "progressIntervalMs", SBX_JSON_INTEGER, false, true },
+	{ "storedBytes", SBX_JSON_INTEGER, false, true },
 };
 static const struct sbx_json_field limit_fields[] = {
 	{ "memoryBytes", SBX_JSON_INTEGER, false, true },
@@ -251,8 +252,9 @@ static int parse_caps(const json_t *caps, struct sbx_worker_caps *c, struct sbx_
 		{ "mediaCount", 100, 0, 100000 },
 		{ "mediaBytes", 50 << 20, 0, 1ll << 34 },
 		{ "progressIntervalMs", 1000, 0, 3600000 },
+		{ "storedBytes", 1ll << 30, 0, 1ll << 40 },
 	};
-	long long v[9];
+	long long v[10];
 	if (caps && !json_is_null(caps) && sbx_json_validate(caps, cap_fields, COUNT(cap_fields), "caps", e) != 0)
 		return -1;
 	for (size_t i = 0; i < COUNT(table); i++) {
@@ -265,7 +267,7 @@ static int parse_caps(const json_t *caps, struct sbx_worker_caps *c, struct sbx_
 		}
 	}
 	*c = (struct sbx_worker_caps){ (uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3], (uint64_t)v[4],
-				       (uint64_t)v[5], (uint64_t)v[6], (uint64_t)v[7], v[8] };
+				       (uint64_t)v[5], (uint64_t)v[6], (uint64_t)v[7], v[8], (uint64_t)v[9] };
 	return 0;
 }
 

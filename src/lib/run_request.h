@@ -35,6 +35,7 @@ struct sbx_worker_caps {
 	uint64_t media_count;      /* media items */
 	uint64_t media_bytes;      /* one media item or checkpoint file */
 	long long progress_interval_ms;
+	uint64_t stored_bytes;     /* checkpoints and media copied into the snapshot store, in all */
 };
 
 struct sbx_run_request {

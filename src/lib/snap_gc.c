@@ -1,10 +1,14 @@
-/* snap_gc.c — mark what any ref or reflog reaches, sweep the rest. Runs
- * under the store's exclusive lock, so no commit is writing meanwhile; the
- * stat caches go too, since they may name objects that are swept. */
+/* snap_gc.c — collection that holds up no run for long. A barrier under
+ * the store's exclusive lock (no commit or store in flight) applies the
+ * retention policy, takes the live runs' pins and stamps the start; the
+ * marking runs unlocked; the sweep removes, in short exclusive batches,
+ * objects nothing kept reaches that are older than the barrier (every
+ * object written or reused after it is newer: publish freshens). */
 #include "snap_store.h"
+#include "snap_gc.h"
+#include "atomic_file.h"
+#include "clock.h"
 #include "exitcodes.h"
-#include "json.h"
-#include "map.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,112 +17,252 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#define BATCH 256           /* removals per exclusive hold */
+#define READ_CHUNK (1u << 20)
+#define KEY "\"digest\":\"sha256:"
+#define KEY_LEN (sizeof(KEY) - 1)
+
+/* The digests a manifest names, read in chunks (a canonical manifest
+ * escapes every '"' inside a string, so the key occurs only as a key). */
 static void mark_tree(const char *store, const char *digest, struct sbx_map *live)
 {
-	struct sbx_error ignored;
+	char path[PATH_MAX], d[72];
 	bool seen = false;
-
-	if (!sbx_map_put(live, digest, strlen(digest), NULL, &seen) || seen)
+	if (!sbx_map_put(live, digest, strlen(digest), NULL, &seen) || seen ||
+	    sbx_snap_object_path(store, digest, path, sizeof(path)) != 0)
 		return;
-	json_t *m = sbx_snap_manifest(store, digest, &ignored);
-	size_t i;
-	json_t *row;
-	json_array_foreach(json_object_get(m, "entries"), i, row) {
-		const char *d = sbx_json_string_or(row, "digest", NULL);
-		if (d && sbx_snap_valid_digest(d))
-			sbx_map_put(live, d, strlen(d), NULL, NULL);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	char *buf = fd >= 0 ? malloc(READ_CHUNK + KEY_LEN + 64) : NULL;
+	size_t have = 0;
+	ssize_t n;
+	while (buf && (n = read(fd, buf + have, READ_CHUNK)) > 0) {
+		have += (size_t)n;
+		char *p = buf, *end = buf + have, *cut = NULL, *q;
+		while ((q = memmem(p, (size_t)(end - p), KEY, KEY_LEN))) {
+			if ((size_t)(end - q) < KEY_LEN + 64) {
+				cut = q; /* the digest goes on in the next chunk */
+				break;
+			}
+			snprintf(d, sizeof(d), "sha256:%.64s", q + KEY_LEN);
+			if (sbx_snap_valid_digest(d))
+				sbx_map_put(live, d, strlen(d), NULL, NULL);
+			p = q + KEY_LEN + 64;
+		}
+		/* What may start a key cut by the chunk's end is read again. */
+		if (!cut)
+			cut = (size_t)(end - p) > KEY_LEN - 1 ? end - (KEY_LEN - 1) : p;
+		have = (size_t)(end - cut);
+		memmove(buf, cut, have);
 	}
-	json_decref(m);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
 }
 
-static void mark_refs(const char *store, struct sbx_map *live)
+static bool older(const struct timespec *a, const struct timespec *b)
 {
-	char path[PATH_MAX];
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+struct sweep {
+	const char *store;
+	const struct sbx_map *live;
+	struct timespec cutoff;
+	long long removed, kept, freed, longest_hold_ms;
+};
+
+/* Removes the named candidates of one objects/<xx>/ under the exclusive
+ * lock, each only if still older than the cutoff. */
+static void remove_batch(struct sweep *s, int dfd, char (*names)[64], size_t n)
+{
 	struct sbx_error ignored;
-	snprintf(path, sizeof(path), "%s/refs", store);
-	DIR *d = opendir(path);
+	int lock = sbx_snap_lock(s->store, true, &ignored);
+	if (lock < 0) {
+		s->kept += (long long)n;
+		return;
+	}
+	long long t0 = sbx_mono_ms();
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISREG(st.st_mode) && older(&st.st_mtim, &s->cutoff) && unlinkat(dfd, names[i], 0) == 0) {
+			s->removed++;
+			s->freed += st.st_size;
+		} else {
+			s->kept++;
+		}
+	}
+	long long held = sbx_mono_ms() - t0;
+	if (held > s->longest_hold_ms)
+		s->longest_hold_ms = held;
+	close(lock);
+}
+
+static void sweep_dir(struct sweep *s, int top, const char *sub)
+{
+	char names[BATCH][64];
+	size_t n = 0;
+	int fd = openat(top, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	for (struct dirent *de; d && (de = readdir(d));) {
-		size_t n = strlen(de->d_name);
+		char digest[80];
 		if (de->d_name[0] == '.')
 			continue;
-		if (n > 4 && !strcmp(de->d_name + n - 4, ".log")) {
-			char ref[256];
-			snprintf(ref, sizeof(ref), "%.*s", (int)(n - 4), de->d_name);
-			json_t *log = sbx_snap_log(store, ref, &ignored);
-			size_t i;
-			json_t *row;
-			json_array_foreach(log, i, row)
-				mark_tree(store, json_string_value(json_object_get(row, "digest")), live);
-			json_decref(log);
-		} else {
-			char digest[72];
-			if (sbx_snap_resolve(store, de->d_name, digest, &ignored) == 0)
-				mark_tree(store, digest, live);
-		}
-	}
-	if (d)
-		closedir(d);
-}
-
-static void empty_dir(const char *store, const char *name)
-{
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%s", store, name);
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	for (struct dirent *de; d && (de = readdir(d));)
-		if (de->d_name[0] != '.')
-			unlinkat(fd, de->d_name, 0);
-	if (d)
-		closedir(d);
-}
-
-json_t *sbx_snap_gc(const char *store, struct sbx_error *e)
-{
-	struct sbx_map live;
-	char path[PATH_MAX];
-	long long removed = 0, kept = 0, freed = 0;
-	int lock = sbx_snap_lock(store, true, e);
-
-	if (lock < 0)
-		return NULL;
-	sbx_map_init(&live);
-	mark_refs(store, &live);
-	snprintf(path, sizeof(path), "%s/objects", store);
-	DIR *top = opendir(path);
-	for (struct dirent *sub; top && (sub = readdir(top));) {
-		if (strlen(sub->d_name) != 2 || sub->d_name[0] == '.')
+		/* Anything not named like an object is left alone. */
+		if (snprintf(digest, sizeof(digest), "sha256:%s%s", sub, de->d_name) >= (int)sizeof(digest) ||
+		    !sbx_snap_valid_digest(digest) || sbx_map_has(s->live, digest, strlen(digest))) {
+			s->kept++;
 			continue;
-		int fd = openat(dirfd(top), sub->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		for (struct dirent *de; d && (de = readdir(d));) {
-			char digest[80];
-			struct stat st;
-			if (de->d_name[0] == '.')
-				continue;
-			/* Anything not named like an object is left alone. */
-			if (snprintf(digest, sizeof(digest), "sha256:%s%s", sub->d_name, de->d_name) >= (int)sizeof(digest) ||
-			    !sbx_snap_valid_digest(digest) || sbx_map_has(&live, digest, strlen(digest))) {
-				kept++;
-				continue;
-			}
-			if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && unlinkat(fd, de->d_name, 0) == 0) {
-				removed++;
-				freed += st.st_size;
-			}
 		}
-		if (d)
-			closedir(d);
+		memcpy(names[n++], de->d_name, 63); /* 62 hex and the NUL: checked above */
+		if (n == BATCH) {
+			remove_batch(s, fd, names, n);
+			n = 0;
+		}
 	}
-	if (top)
-		closedir(top);
-	empty_dir(store, "tmp");
-	empty_dir(store, "statcache");
-	sbx_map_free(&live, NULL);
+	if (n)
+		remove_batch(s, fd, names, n);
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+}
+
+static int open_gc_lock(const char *store, bool wait, struct sbx_error *e)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/gc.lock", store) >= (int)sizeof(path)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "store path too long");
+		return -1;
+	}
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "store-unusable", "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EINTR || !wait) {
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+int sbx_snap_gc_claim(const char *store, unsigned interval_s)
+{
+	struct sbx_error ignored;
+	struct stat st;
+	char objects[PATH_MAX];
+	snprintf(objects, sizeof(objects), "%s/objects", store);
+	if (stat(objects, &st) != 0) /* no store (yet): nothing to collect */
+		return -1;
+	int fd = open_gc_lock(store, false, &ignored);
+	if (fd < 0)
+		return -1;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	/* Made just now: a store's first collection is one interval on. A
+	 * stamp from the future (the clock went back) is due. */
+	bool due = fstat(fd, &st) == 0 && (interval_s == 0 || now.tv_sec - st.st_mtim.tv_sec >= (time_t)interval_s ||
+					   st.st_mtim.tv_sec > now.tv_sec + 60);
+	if (!due || futimens(fd, NULL) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+json_t *sbx_snap_gc(const char *store, const struct sbx_snap_gc_opts *o, struct sbx_error *e)
+{
+	struct snap_retained kept;
+	struct snap_pins pins = { 0 };
+	struct sweep s = { .store = store };
+	struct sbx_map live;
+	struct stat st;
+	char path[PATH_MAX];
+	long long t0 = sbx_mono_ms();
+
+	int gc = o->lock_fd >= 0 ? o->lock_fd : open_gc_lock(store, true, e);
+	if (gc < 0)
+		return NULL;
+	/* A given fd must be this store's gc.lock, flocked by its holder. */
+	struct stat given;
+	snprintf(path, sizeof(path), "%s/gc.lock", store);
+	if (gc == o->lock_fd && (fstat(gc, &given) != 0 || stat(path, &st) != 0 || given.st_dev != st.st_dev ||
+				 given.st_ino != st.st_ino || flock(gc, LOCK_EX | LOCK_NB) != 0)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-lock-fd", "--lock-fd %d is not %s, held", gc, path);
+		return NULL;
+	}
+	/* The barrier. */
+	int lock = sbx_snap_lock(store, true, e);
+	if (lock < 0) {
+		if (gc != o->lock_fd)
+			close(gc);
+		return NULL;
+	}
+	long long barrier_t0 = sbx_mono_ms();
+	if (futimens(gc, NULL) != 0 || fstat(gc, &st) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "store-unusable", "%s/gc.lock: %s", store, strerror(errno));
+		close(lock);
+		if (gc != o->lock_fd)
+			close(gc);
+		return NULL;
+	}
+	/* The store's own clock: what is written or freshened from here on is
+	 * no older than this stamp. */
+	s.cutoff = st.st_mtim;
+	s.cutoff.tv_sec -= (time_t)o->min_age_s;
+	snap_retain(store, o->keep, &kept);
+	snap_pins_hold(store, &pins);
+	long long barrier_ms = sbx_mono_ms() - barrier_t0;
 	close(lock);
-	return json_pack("{s:I,s:I,s:I}", "removed", (json_int_t)removed, "kept", (json_int_t)kept,
-			 "bytesFreed", (json_int_t)freed);
+
+	/* Marking, unlocked: nothing kept at the barrier goes, and nothing newer. */
+	sbx_map_init(&live);
+	for (size_t i = 0; kept.manifests.slots && i < kept.manifests.cap; i++) {
+		const struct sbx_map_slot *slot = &kept.manifests.slots[i];
+		char digest[72];
+		if (!slot->key || slot->key_len >= sizeof(digest))
+			continue;
+		memcpy(digest, slot->key, slot->key_len); /* keys are not NUL-terminated */
+		digest[slot->key_len] = '\0';
+		mark_tree(store, digest, &live);
+	}
+	size_t pinned_runs = pins.n;
+	snap_pins_mark(&pins, &live);
+	s.live = &live;
+	snprintf(path, sizeof(path), "%s/objects", store);
+	int top = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = top >= 0 ? fdopendir(top) : NULL;
+	for (struct dirent *sub; d && (sub = readdir(d));)
+		if (strlen(sub->d_name) == 2 && sub->d_name[0] != '.')
+			sweep_dir(&s, dirfd(d), sub->d_name);
+	if (d)
+		closedir(d);
+	else if (top >= 0)
+		close(top);
+	sbx_map_free(&live, NULL);
+	sbx_map_free(&kept.manifests, NULL);
+	json_t *receipt = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "removed", (json_int_t)s.removed,
+				    "kept", (json_int_t)s.kept, "bytesFreed", (json_int_t)s.freed,
+				    "versionsDropped", (json_int_t)kept.versions_dropped,
+				    "statCachesDropped", (json_int_t)kept.caches_dropped, "pinnedRuns", (json_int_t)pinned_runs,
+				    "barrierMs", (json_int_t)barrier_ms, "longestBatchMs", (json_int_t)s.longest_hold_ms,
+				    "durationMs", (json_int_t)(sbx_mono_ms() - t0));
+	char *text = receipt ? json_dumps(receipt, JSON_COMPACT) : NULL;
+	struct sbx_error ignored;
+	snprintf(path, sizeof(path), "%s/gc.json", store);
+	if (text)
+		sbx_atomic_replace(path, text, strlen(text), 0600, false, &ignored);
+	free(text);
+	if (gc != o->lock_fd)
+		close(gc);
+	return receipt;
 }

@@ -210,3 +210,16 @@ void sbx_statcache_free(struct sbx_statcache *c)
 	free(c->buf);
 	memset(c, 0, sizeof(*c));
 }
+
+bool sbx_statcache_manifest_of(const char *path, char out[72])
+{
+	struct header h;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? pread(fd, &h, sizeof(h), 0) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof(h) || memcmp(h.magic, MAGIC, 8) != 0 || h.has_manifest != 1)
+		return false;
+	digest_text(h.manifest, out);
+	return true;
+}

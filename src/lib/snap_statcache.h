@@ -31,5 +31,8 @@ const char *sbx_statcache_manifest(const struct sbx_statcache *c, size_t entries
  * torn cache must not vouch for a file); best effort: a lost one is a rehash. */
 void sbx_statcache_save(const char *path, const struct sbx_snap_scan *s, const char *manifest);
 void sbx_statcache_free(struct sbx_statcache *c);
+/* The manifest digest a cache file's header names (unverified: the body
+ * is checked when the cache is loaded); false when it names none. */
+bool sbx_statcache_manifest_of(const char *path, char out[72]);
 
 #endif

@@ -15,8 +15,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#define MANIFEST_CAP (256u << 20)
-
 bool sbx_snap_valid_ref(const char *name)
 {
 	size_t n = strlen(name);
@@ -106,7 +104,7 @@ json_t *sbx_snap_manifest(const char *store, const char *digest, struct sbx_erro
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-digest", "'%.80s' is not a sha256 digest", digest);
 		return NULL;
 	}
-	char *text = sbx_read_file_capped(path, MANIFEST_CAP, &len, e);
+	char *text = sbx_read_file_capped(path, SBX_SNAP_MANIFEST_READ_MAX, &len, e);
 	if (!text) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "unknown-digest", "%s: no such object in %.200s", digest, store);
 		return NULL;

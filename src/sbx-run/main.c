@@ -256,13 +256,9 @@ static int execute(struct run *r, struct sbx_error *e)
 	}
 	/* An over-quota tree is not stored (the disk would hold it twice): the
 	 * workspace's ref keeps its previous snapshot. */
-	if (r->store[0] && !r->quota_hit) {
-		char ref[96];
-		snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)r->req.ws.dev, (unsigned long long)r->req.ws.ino);
-		struct sbx_error se;
-		if (!(r->snapshot = sbx_snap_commit_scanned(r->req.ws.fd, r->store, ref, &r->after, &se)) && !r->exit_code)
-			return fail(r, &se);
-	}
+	struct sbx_error se;
+	if (r->store[0] && !r->quota_hit && !(r->snapshot = run_commit_snapshot(r, &se)) && !r->exit_code)
+		return fail(r, &se);
 	return r->exit_code;
 }
 
@@ -286,6 +282,10 @@ int main(int argc, char **argv)
 		{ "egress-dir", required_argument, NULL, 'E' },
 		{ "egress-idle-s", required_argument, NULL, 'I' },
 		{ "egress-resolve", required_argument, NULL, 'D' },
+		{ "max-manifest-bytes", required_argument, NULL, 'M' },
+		{ "keep-versions", required_argument, NULL, 'N' },
+		{ "gc-interval-s", required_argument, NULL, 'G' },
+		{ "no-gc", no_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -316,6 +316,7 @@ int main(int argc, char **argv)
 	r->workload_uid = -1;
 	r->held.pid = r->held.sock = -1;
 	r->egress_idle_s = 300;
+	run_store_defaults(r);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
@@ -347,6 +348,7 @@ int main(int argc, char **argv)
 		case 'I': r->egress_idle_s = (int)sbx_cli_parse_long("--egress-idle-s", optarg, 1, 86400 * 30); break;
 		case 'h': run_usage(stdout); return SBX_EXIT_OK;
 		case 'V': sbx_cli_print_version("sbx-run"); return SBX_EXIT_OK;
+		case 'M': case 'N': case 'G': case 'Z': run_store_option(r, c, optarg); break;
 		default: sbx_cli_bad_option("sbx-run", argv[optind - 1]);
 		}
 	}
@@ -507,5 +509,6 @@ int main(int argc, char **argv)
 	if (r->job && !r->keep_scratch)
 		sbx_remove_tree(r->exec_dir); /* the job's results are in the store now */
 	run_job_free(r);
+	run_collect_store(r);
 	return status;
 }

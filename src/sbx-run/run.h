@@ -15,6 +15,7 @@
 #include "../lib/run_as.h"
 #include "../lib/run_sandbox.h"
 #include "../lib/snap_scan.h"
+#include "../lib/snap_store.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -43,6 +44,10 @@ struct run {
 	char exec_dir[PATH_MAX + 200];
 	char staged[PATH_MAX + 64]; /* a standby's ready-made execution directory ("": none) */
 	char store[PATH_MAX];     /* "" : no snapshot */
+	struct sbx_snap_pin pin;  /* what this run stored that no ref reaches yet */
+	uint64_t max_manifest;    /* --max-manifest-bytes */
+	unsigned keep_versions;   /* --keep-versions: the store's retention */
+	long gc_interval_s;       /* --gc-interval-s; -1: --no-gc */
 	char launch[PATH_MAX];
 	char egress_dir[PATH_MAX];  /* gateways by revision: <data dir>/eg */
 	int egress_idle_s;          /* a gateway nobody uses exits after this */
@@ -146,6 +151,16 @@ int run_job_manifest(struct run *r, json_t *result, int status);
 int run_job_manifest_start(struct run *r, struct sbx_error *e);
 /* The failure class of an exit status (NULL for 0). */
 const char *run_failure_class_of(int status);
+
+/* store.c: the store's defaults and options (--max-manifest-bytes 'M',
+ * --keep-versions 'N', --gc-interval-s 'G', --no-gc 'Z');
+ * the workspace committed to its ref (the receipt, or NULL); after the
+ * run, its pins dropped, then a due collection of the store started
+ * detached (never waited for). */
+void run_store_defaults(struct run *r);
+void run_store_option(struct run *r, int c, const char *arg);
+json_t *run_commit_snapshot(struct run *r, struct sbx_error *e);
+void run_collect_store(struct run *r);
 
 /* usage.c: --help. */
 void run_usage(FILE *out);

@@ -69,11 +69,24 @@ int worker_open(struct run *r, uid_t uid, gid_t gid, bool chown_scratch, struct 
 	return 0;
 }
 
+/* What checkpoints and media may copy into the store in all: caps.storedBytes,
+ * never more than the workspace's quota (named in *which). */
+static uint64_t stored_cap(const struct run *r, const char **which)
+{
+	*which = "caps.storedBytes";
+	if (r->req.max_workspace_bytes && r->req.max_workspace_bytes < r->req.caps.stored_bytes) {
+		*which = "maxWorkspaceBytes";
+		return r->req.max_workspace_bytes;
+	}
+	return r->req.caps.stored_bytes;
+}
+
 void worker_send_start(struct run *r)
 {
 	struct worker *w = &r->worker;
 	const struct sbx_worker_caps *c = &r->req.caps;
-	json_t *start = json_pack("{s:s,s:s,s:{s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:s,s:s,s:s,s:s}}",
+	const char *which;
+	json_t *start = json_pack("{s:s,s:s,s:{s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:s,s:s,s:s,s:s}}",
 		"type", "start", "runId", r->req.execution_id,
 		"limits", "timeoutMs", (json_int_t)r->req.timeout_ms,
 		"maxWorkspaceBytes", (json_int_t)r->req.max_workspace_bytes,
@@ -82,6 +95,7 @@ void worker_send_start(struct run *r)
 		"trackingMessages", (json_int_t)c->tracking, "logBytes", (json_int_t)c->log_bytes,
 		"scratchBytes", (json_int_t)c->scratch_bytes, "outputBytes", (json_int_t)c->output_bytes,
 		"mediaCount", (json_int_t)c->media_count, "mediaBytes", (json_int_t)c->media_bytes,
+		"storedBytes", (json_int_t)stored_cap(r, &which),
 		"scratch", "root", "/scratch", "checkpoints", "/scratch/checkpoints", "media", "/scratch/media",
 		"outputs", "/scratch/outputs");
 	size_t len;
@@ -101,13 +115,14 @@ static int stop_with(struct worker *w, enum worker_outcome outcome, const char *
 }
 
 /* A file below scratch/<folder>/, opened without following symlinks and
- * hashed into the store; fills digest and size. */
+ * hashed into the store under the caps; fills digest and size. */
 static int ingest(struct run *r, const char *folder, const char *rel, char digest[72], uint64_t *size)
 {
 	struct worker *w = &r->worker;
-	struct sbx_error e;
+	struct sbx_error e = { 0 };
 	struct stat st;
 	char path[PATH_MAX];
+	const char *which;
 
 	snprintf(path, sizeof(path), "%s/%s", folder, rel);
 	/* Non-blocking: a FIFO the workload names must not stop this loop. */
@@ -118,15 +133,34 @@ static int ingest(struct run *r, const char *folder, const char *rel, char diges
 		close(fd);
 		return stop_with(w, WORKER_VIOLATION, "%.300s: not a regular file", path);
 	}
-	int rc = r->store[0] ? sbx_snap_store_fd(r->store, fd, r->req.caps.media_bytes, digest, size, &e) : 0;
+	uint64_t total = stored_cap(r, &which), room = total > w->stored_bytes ? total - w->stored_bytes : 0;
+	bool item_bound = r->req.caps.media_bytes <= room;
+	uint64_t cap = item_bound ? r->req.caps.media_bytes : room;
+	int rc = 0;
+	/* No more than cap bytes are copied: the store never holds more. */
+	if (r->store[0])
+		rc = sbx_snap_store_fd(r->store, fd, cap, &r->pin, digest, size, &e);
+	else if ((uint64_t)st.st_size > cap)
+		rc = -1, e.exit_code = SBX_EXIT_RESOURCE;
+	else
+		digest[0] = '\0', *size = (uint64_t)st.st_size;
 	close(fd);
-	if (rc != 0)
-		return stop_with(w, e.exit_code == SBX_EXIT_RESOURCE ? WORKER_EXHAUSTED : WORKER_VIOLATION,
-				 "%.300s", e.message);
-	if (!r->store[0]) {
-		snprintf(digest, 72, "%s", "");
-		*size = (uint64_t)st.st_size;
+	if (rc != 0 && e.exit_code == SBX_EXIT_RESOURCE && item_bound) {
+		snprintf(w->why, sizeof(w->why), "%.300s: larger than caps.mediaBytes (%llu bytes)", path,
+			 (unsigned long long)cap);
+		w->outcome = WORKER_EXHAUSTED;
+		return 1;
 	}
+	if (rc != 0 && e.exit_code == SBX_EXIT_RESOURCE) {
+		snprintf(w->why, sizeof(w->why),
+			 "%.300s: checkpoints and media would copy more than %llu bytes into the snapshot store (%s)", path,
+			 (unsigned long long)total, which);
+		w->outcome = WORKER_EXHAUSTED;
+		return 1;
+	}
+	if (rc != 0)
+		return stop_with(w, WORKER_VIOLATION, "%.300s", e.message);
+	w->stored_bytes += *size;
 	return 0;
 }
 
@@ -321,7 +355,7 @@ static void collect(struct run *r, int dirfd, const char *prefix, json_t *files,
 			close(fd);
 			continue;
 		}
-		if (fd < 0 || room == 0 || !r->store[0] || sbx_snap_store_fd(r->store, fd, room, digest, &size, &e) != 0) {
+		if (fd < 0 || room == 0 || !r->store[0] || sbx_snap_store_fd(r->store, fd, room, &r->pin, digest, &size, &e) != 0) {
 			*complete = false;
 			if (fd >= 0)
 				close(fd);
@@ -356,9 +390,10 @@ json_t *worker_report(struct run *r)
 	struct worker *w = &r->worker;
 	if (!w->media)
 		return json_null();
-	return json_pack("{s:I,s:O,s:O,s:O,s:b,s:b}", "messages", (json_int_t)w->messages,
+	return json_pack("{s:I,s:O,s:O,s:O,s:b,s:b,s:I}", "messages", (json_int_t)w->messages,
 			 "result", w->result ? w->result : json_null(), "error", w->error ? w->error : json_null(),
-			 "media", w->media, "trackingDropped", w->tracking_dropped, "logDropped", w->log_dropped);
+			 "media", w->media, "trackingDropped", w->tracking_dropped, "logDropped", w->log_dropped,
+			 "storedBytes", (json_int_t)w->stored_bytes);
 }
 
 void worker_close(struct worker *w)

@@ -23,6 +23,7 @@ struct worker {
 	int scratch_fd;
 	char scratch[PATH_MAX + 300];
 	uint64_t messages, tracking, log_bytes, media_count;
+	uint64_t stored_bytes;  /* checkpoints and media copied into the store */
 	bool tracking_dropped, log_dropped;
 	json_t *pending_progress;
 	long long last_progress_ms;

@@ -7,6 +7,7 @@
 #include "../lib/snap_store.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,17 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: sbx-snap commit WORKSPACE --store DIR [--ref NAME]\n"
+		"Usage: sbx-snap commit WORKSPACE --store DIR [--ref NAME] [--max-manifest-bytes N]\n"
 		"       sbx-snap diff A B --store DIR          (A, B: digests or ref names)\n"
 		"       sbx-snap restore DIGEST DIR --store DIR\n"
 		"       sbx-snap log --ref NAME --store DIR\n"
-		"       sbx-snap gc --store DIR\n"
+		"       sbx-snap gc --store DIR [--keep N] [--min-age-s S] [--lock-fd FD]\n"
 		"\n"
-		"commit prints the receipt {digest, size, files, bytes, mediaType, pool[, ref]}.\n"
+		"commit prints the receipt {digest, size, files, bytes, mediaType, pool,\n"
+		"hashedFiles, manifestStored[, ref]}; a manifest over --max-manifest-bytes\n"
+		"(default 64 MiB) is refused (exit 6). gc keeps the last --keep versions of\n"
+		"every ref (default 20; 0: all) and removes what nothing kept reaches, once\n"
+		"older than --min-age-s (default 60); --lock-fd: <store>/gc.lock, flocked.\n"
 		"See sbx-snap(1).\n");
 	sbx_cli_print_exit_codes(out);
 }
@@ -29,6 +34,9 @@ struct args {
 	const char *store, *ref;
 	char *pos[3];
 	int npos;
+	uint64_t max_manifest;
+	struct sbx_snap_gc_opts gc;
+	bool gc_options;
 };
 
 static void parse(int argc, char **argv, struct args *a)
@@ -36,11 +44,17 @@ static void parse(int argc, char **argv, struct args *a)
 	static const struct option options[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "ref", required_argument, NULL, 'r' },
+		{ "max-manifest-bytes", required_argument, NULL, 'm' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "min-age-s", required_argument, NULL, 'a' },
+		{ "lock-fd", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	memset(a, 0, sizeof(*a));
+	a->max_manifest = SBX_SNAP_MANIFEST_MAX_DEFAULT;
+	a->gc = (struct sbx_snap_gc_opts){ SBX_SNAP_KEEP_DEFAULT, SBX_SNAP_MIN_AGE_DEFAULT, -1 };
 	opterr = 0;
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -48,6 +62,15 @@ static void parse(int argc, char **argv, struct args *a)
 			a->store = optarg;
 		else if (c == 'r')
 			a->ref = optarg;
+		else if (c == 'm')
+			a->max_manifest = (uint64_t)sbx_cli_parse_long("--max-manifest-bytes", optarg, 1024,
+								       (long)SBX_SNAP_MANIFEST_READ_MAX);
+		else if (c == 'k')
+			a->gc.keep = (unsigned)sbx_cli_parse_long("--keep", optarg, 0, 100000), a->gc_options = true;
+		else if (c == 'a')
+			a->gc.min_age_s = (unsigned)sbx_cli_parse_long("--min-age-s", optarg, 0, 86400 * 365), a->gc_options = true;
+		else if (c == 'l')
+			a->gc.lock_fd = (int)sbx_cli_parse_long("--lock-fd", optarg, 3, 65535), a->gc_options = true;
 		else
 			sbx_cli_bad_option("sbx-snap", argv[optind - 1]);
 	}
@@ -93,9 +116,11 @@ int main(int argc, char **argv)
 		return SBX_EXIT_OK;
 	}
 	parse(argc, argv, &a);
+	if (a.gc_options && strcmp(cmd, "gc") != 0)
+		sbx_cli_usage_error("sbx-snap", "--keep, --min-age-s and --lock-fd are gc's options");
 	if (!strcmp(cmd, "commit")) {
 		need(&a, 1, "commit takes one WORKSPACE");
-		return emit(sbx_snap_commit(a.pos[0], a.store, a.ref, &e), &e);
+		return emit(sbx_snap_commit(a.pos[0], a.store, a.ref, a.max_manifest, &e), &e);
 	}
 	if (!strcmp(cmd, "diff")) {
 		need(&a, 2, "diff takes two snapshots (digests or ref names)");
@@ -124,8 +149,8 @@ int main(int argc, char **argv)
 		return SBX_EXIT_OK;
 	}
 	if (!strcmp(cmd, "gc")) {
-		need(&a, 0, "gc takes --store DIR only");
-		return emit(sbx_snap_gc(a.store, &e), &e);
+		need(&a, 0, "gc takes no arguments, only options");
+		return emit(sbx_snap_gc(a.store, &a.gc, &e), &e);
 	}
 	sbx_cli_usage_error("sbx-snap", "unknown command; use commit, diff, restore, log or gc");
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # sbx-snap: receipts, the stat cache, what a snapshot reflects (deletions,
 # same-size same-mtime rewrites, exec bits, symlinks), verified restore,
-# atomic refs under concurrent readers, and gc.
+# atomic refs under concurrent readers, the manifest's cap, and gc: the
+# retention of versions, pins, and what a collection spares.
 
 load helpers
 
@@ -186,19 +187,150 @@ commit() {
     [ "$reads" -gt 0 ]
 }
 
+# objects STORE: how many objects the store holds.
+objects() {
+    find "$1/objects" -type f | wc -l
+}
+
+# obj DIGEST: its path in the store.
+obj() {
+    local hex=${1#sha256:}
+    printf '%s/objects/%s/%s' "$STORE" "${hex:0:2}" "${hex:2}"
+}
+
 @test "gc drops what no ref reaches and keeps what one does" {
     commit --ref main
     echo changed > "$WS/a.txt"
     commit
     loose=$(jq_out .digest)
+    # Younger than --min-age-s (60 s by default): spared this time.
     run sbx-snap gc --store "$STORE"
     assert_success
+    [ "$(jq_out .removed)" = 0 ]
+    [ -e "$(obj "$loose")" ]
+    run sbx-snap gc --store "$STORE" --min-age-s 0
+    assert_success
     [ "$(jq_out .removed)" -ge 2 ]   # the loose manifest and its new a.txt
+    [ "$(jq -c . "$STORE/gc.json")" = "$(jq_out -c .)" ]
     run --separate-stderr sbx-snap restore "$loose" "$BATS_TEST_TMPDIR/gone" --store "$STORE"
     assert_failure
     run sbx-snap restore main "$BATS_TEST_TMPDIR/kept" --store "$STORE"
     assert_success
     [ "$(cat "$BATS_TEST_TMPDIR/kept/a.txt")" = alpha ]
+}
+
+@test "retention: gc keeps the last --keep versions of a ref, their objects, and drops the rest" {
+    local -a ver
+    local v
+    for v in 1 2 3 4 5; do   # not i: bats' run sets it
+        echo "version $v" > "$WS/a.txt"
+        commit --ref main
+        ver[$v]=$(jq_out .digest)
+    done
+    run sbx-snap gc --store "$STORE" --keep 2 --min-age-s 0
+    assert_success
+    [ "$(jq_out .versionsDropped)" = 3 ]
+    run sbx-snap log --ref main --store "$STORE"
+    [ "$(jq -r .digest <<<"$output" | tr '\n' ' ')" = "${ver[4]} ${ver[5]} " ]
+    for v in 1 2 3; do [ ! -e "$(obj "${ver[$v]}")" ]; done
+    for v in 4 5; do
+        run sbx-snap restore "${ver[$v]}" "$BATS_TEST_TMPDIR/r$v" --store "$STORE"
+        assert_success
+        [ "$(cat "$BATS_TEST_TMPDIR/r$v/a.txt")" = "version $v" ]
+    done
+    # Nothing more to drop: a second pass changes nothing.
+    run sbx-snap gc --store "$STORE" --keep 2 --min-age-s 0
+    [ "$(jq_out .versionsDropped)" = 0 ]
+    [ "$(jq_out .removed)" = 0 ]
+    # --keep 0 keeps every version.
+    echo "version 6" > "$WS/a.txt"
+    commit --ref main
+    run sbx-snap gc --store "$STORE" --keep 0 --min-age-s 0
+    [ "$(jq_out .versionsDropped)" = 0 ]
+    [ "$(sbx-snap log --ref main --store "$STORE" | wc -l)" = 3 ]
+}
+
+@test "an unchanged tree stores no new manifest and logs no new version, even without the stat cache" {
+    commit --ref main
+    [ "$(jq_out .manifestStored)" = true ]
+    first=$(jq_out .digest)
+    before=$(objects "$STORE")
+    rm -f "$STORE"/statcache/*   # the manifest is built again: same bytes, same object
+    commit --ref main
+    [ "$(jq_out .digest)" = "$first" ]
+    [ "$(jq_out .manifestStored)" = false ]
+    [ "$(objects "$STORE")" = "$before" ]
+    [ "$(sbx-snap log --ref main --store "$STORE" | wc -l)" = 1 ]
+    [ -z "$(ls "$STORE/tmp")" ]
+}
+
+@test "a manifest over --max-manifest-bytes is refused as resource-exhausted and the ref stays" {
+    commit --ref main
+    first=$(jq_out .digest)
+    long=$(printf 'x%.0s' $(seq 1 1000))
+    for i in $(seq 1 20); do ln -s "$long" "$WS/l$i"; done
+    run --separate-stderr sbx-snap commit "$WS" --store "$STORE" --ref main --max-manifest-bytes 16384
+    assert_failure 6
+    [[ "$stderr" == *manifest-too-large* && "$stderr" == *"16384 bytes"* && "$stderr" == *--max-manifest-bytes* ]]
+    [ "$(cat "$STORE/refs/main")" = "$first" ]
+    [ "$(sbx-snap log --ref main --store "$STORE" | wc -l)" = 1 ]
+    [ -z "$(ls "$STORE/tmp")" ]
+    commit --ref main --max-manifest-bytes 65536
+    [ "$(jq_out .size)" -gt 16384 ]
+    run --separate-stderr sbx-snap commit "$WS" --store "$STORE" --max-manifest-bytes 100
+    assert_failure 2
+    [[ "$stderr" == *"--max-manifest-bytes"* ]]
+}
+
+@test "gc spares what a live run pins and what was reused after it began; a dead run's pins go" {
+    commit --ref main
+    mkdir "$BATS_TEST_TMPDIR/p" "$BATS_TEST_TMPDIR/s"
+    echo pinned > "$BATS_TEST_TMPDIR/p/f"; echo stale > "$BATS_TEST_TMPDIR/s/f"
+    pinned=$(sbx-snap commit "$BATS_TEST_TMPDIR/p" --store "$STORE" | jq -r .digest)
+    stale=$(sbx-snap commit "$BATS_TEST_TMPDIR/s" --store "$STORE" | jq -r .digest)
+    # A run's pin file: it holds the flock while it lives.
+    printf '%s\n' "$pinned" > "$STORE/pins/run.live"
+    printf '%s\n' "$stale" > "$STORE/pins/run.dead"
+    exec 8<"$STORE/pins/run.live"
+    flock -x 8
+    run sbx-snap gc --store "$STORE" --min-age-s 0
+    exec 8<&-
+    assert_success
+    [ "$(jq_out .pinnedRuns)" = 1 ]
+    [ -e "$(obj "$pinned")" ] && [ ! -e "$(obj "$stale")" ]
+    [ -e "$STORE/pins/run.live" ] && [ ! -e "$STORE/pins/run.dead" ]
+    # Reused by a commit (stored again): its mtime is now, so a collection
+    # that began before spares it; an old one nothing reaches goes.
+    run sbx-snap gc --store "$STORE" --min-age-s 0
+    [ ! -e "$(obj "$pinned")" ] && [ ! -e "$STORE/pins/run.live" ]
+    mkdir "$BATS_TEST_TMPDIR/a" && echo alpha2 > "$BATS_TEST_TMPDIR/a/f"
+    reused=$(sbx-snap commit "$BATS_TEST_TMPDIR/a" --store "$STORE" | jq -r .digest)
+    touch -d '2 hours ago' "$(obj "$reused")"
+    sbx-snap commit "$BATS_TEST_TMPDIR/a" --store "$STORE" >/dev/null
+    [ "$(( $(date +%s) - $(stat -c %Y "$(obj "$reused")") ))" -lt 600 ]
+    run sbx-snap gc --store "$STORE" --min-age-s 3600
+    [ -e "$(obj "$reused")" ]
+    touch -d '2 hours ago' "$(obj "$reused")"
+    run sbx-snap gc --store "$STORE" --min-age-s 3600
+    [ ! -e "$(obj "$reused")" ]
+    run sbx-snap restore main "$BATS_TEST_TMPDIR/kept" --store "$STORE"
+    assert_success
+}
+
+@test "gc removes stat caches whose snapshot it does not keep, so none vouches for a removed object" {
+    commit --ref main
+    [ "$(ls "$STORE/statcache" | wc -l)" = 1 ]
+    run sbx-snap gc --store "$STORE" --min-age-s 0
+    [ "$(jq_out .statCachesDropped)" = 0 ]
+    WS="$BATS_TEST_TMPDIR/p" && mkdir "$WS" && echo loose > "$WS/f"
+    commit
+    [ "$(ls "$STORE/statcache" | wc -l)" = 2 ]
+    run sbx-snap gc --store "$STORE" --min-age-s 0
+    [ "$(jq_out .statCachesDropped)" = 1 ]
+    # The next commit hashes and stores that file again.
+    commit
+    [ "$(jq_out .hashedFiles)" = 1 ]
+    rm -rf "$BATS_TEST_TMPDIR/o" && sbx-snap restore "$(jq_out .digest)" "$BATS_TEST_TMPDIR/o" --store "$STORE" >/dev/null
 }
 
 @test "bad input: unknown command, missing store, bad ref names, unknown digests" {
@@ -217,4 +349,14 @@ commit() {
     run --separate-stderr sbx-snap restore "sha256:$(printf '%064d' 0)" "$BATS_TEST_TMPDIR/o" --store "$STORE"
     assert_failure 2
     [[ "$stderr" == *"no such object"* ]]
+    run --separate-stderr sbx-snap commit "$WS" --store "$STORE" --keep 3
+    assert_failure 2
+    [[ "$stderr" == *"gc's options"* ]]
+    run --separate-stderr sbx-snap gc --store "$STORE" --keep -1
+    assert_failure 2
+    [[ "$stderr" == *"--keep"* ]]
+    commit
+    run --separate-stderr sh -c 'exec sbx-snap gc --store "$1" --lock-fd 5 5</etc/passwd' sh "$STORE"
+    assert_failure 2
+    [[ "$stderr" == *"--lock-fd 5 is not"*gc.lock* ]]
 }

@@ -310,3 +310,117 @@ os.write(int(os.environ[\"SBX_CHANNEL_FD\"]), struct.pack(\">I\", 100) + b\"{\\\
     [ "$(r .timedOut)" = true ]
     [[ "$(r .error)" != *requireTerminalMessage* ]]
 }
+
+# objects_bytes DIR: the bytes the store's objects hold.
+objects_bytes() {
+    find "$1/objects" -type f -printf '%s\n' 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'
+}
+
+# object_of DIGEST: its path in the run's store.
+object_of() {
+    local hex=${1#sha256:}
+    printf '%s/snapshots/objects/%s/%s' "$STATE" "${hex:0:2}" "${hex:2}"
+}
+
+# 20 MiB checkpoints, each a sparse file with its own first bytes.
+CHECKPOINT_FLOOD='for i in $(seq 1 200); do
+    f=/scratch/checkpoints/c$i
+    truncate -s 20M "$f" && printf "checkpoint %s" "$i" | dd of="$f" conv=notrunc status=none
+    sbx-report checkpoint "c$i" --step "$i" || exit 0
+done; sleep 30'
+
+@test "200 checkpoints of 20 MiB under a 32 MiB quota end resource-exhausted; the store grows by at most the quota; collection keeps only what is reachable" {
+    worker_run cf "$CHECKPOINT_FLOOD" '{"maxWorkspaceBytes":33554432,"timeoutMs":60000}'
+    assert_failure 6
+    [ "$(r .failureClass)" = resource-exhausted ]
+    [[ "$(r .error)" == *"checkpoints and media would copy more than 33554432 bytes into the snapshot store (maxWorkspaceBytes)"* ]]
+    [ "$(r .worker.storedBytes)" -le 33554432 ]
+    [ "$(jq -c 'select(.event == "worker.checkpoint")' "$WORK/cf.jsonl" | wc -l)" = 1 ]
+    store="$STATE/snapshots"
+    [ "$(objects_bytes "$store")" -le 33554432 ]
+    [ -z "$(ls "$store/tmp")" ] && [ -z "$(ls "$store/pins")" ]
+    # The workspace was still committed: reachable; the checkpoint is not.
+    snapshot=$(r .workspaceSnapshot.digest)
+    checkpoint=$(jq -r 'select(.event == "worker.checkpoint") | .digest' "$WORK/cf.jsonl")
+    [ -e "$(object_of "$checkpoint")" ]
+    run sbx-snap gc --store "$store" --min-age-s 0
+    assert_success
+    [ ! -e "$(object_of "$checkpoint")" ] && [ -e "$(object_of "$snapshot")" ]
+    [ "$(objects_bytes "$store")" -lt 1048576 ]
+    run sbx-snap restore "$(r .workspaceSnapshot.ref)" "$WORK/restored" --store "$store"
+    assert_success
+}
+
+@test "caps.storedBytes bounds checkpoints and media in all; caps.mediaBytes one item" {
+    code='head -c 600 /dev/zero > /scratch/media/a.bin; head -c 600 /dev/urandom > /scratch/checkpoints/b
+sbx-report media a.bin; sbx-report checkpoint b; sleep 30'
+    worker_run sb "$code" '{"caps":{"storedBytes":1000},"timeoutMs":60000}'
+    assert_failure 6
+    [[ "$(r .error)" == *"checkpoints/b: checkpoints and media would copy more than 1000 bytes into the snapshot store (caps.storedBytes)"* ]]
+    [ "$(r .worker.storedBytes)" = 600 ]
+    worker_run mb 'head -c 200 /dev/zero > /scratch/media/a.bin; sbx-report media a.bin; sleep 30' \
+        '{"caps":{"mediaBytes":100},"timeoutMs":60000}'
+    assert_failure 6
+    [[ "$(r .error)" == *"media/a.bin: larger than caps.mediaBytes (100 bytes)"* ]]
+    run --separate-stderr sbx-run --state-dir "$STATE" - <<<"$(request bad true '{"caps":{"storedBytes":-1}}')"
+    assert_failure 2
+    [[ "$stderr" == *"caps.storedBytes"* ]]
+}
+
+@test "two runs over an unchanged tree add no manifest object and no version" {
+    echo data > "$WS/f"
+    worker_run u1 'true'
+    assert_success
+    first=$(r .workspaceSnapshot.digest)
+    ref=$(r .workspaceSnapshot.ref)
+    store="$STATE/snapshots"
+    count=$(find "$store/objects" -type f | wc -l)
+    worker_run u2 'true'
+    assert_success
+    [ "$(r .workspaceSnapshot.digest)" = "$first" ]
+    [ "$(r .workspaceSnapshot.manifestStored)" = false ]
+    [ "$(find "$store/objects" -type f | wc -l)" = "$count" ]
+    [ "$(sbx-snap log --ref "$ref" --store "$store" | wc -l)" = 1 ]
+}
+
+@test "a checkpoint is pinned while its run lives: a collection then spares it, the next after the run does not" {
+    mkfifo -m 666 "$WS/go"
+    store="$STATE/snapshots"
+    digest="sha256:$(printf ck-live | sha256sum | cut -d' ' -f1)"
+    ( sbx-run --state-dir "$STATE" - <<<"$(request pin 'printf ck-live > /scratch/checkpoints/live
+sbx-report checkpoint live; read go < go' '{"timeoutMs":60000}')" > "$WORK/pin.jsonl" 2>/dev/null ) &
+    bg=$!
+    release() { timeout 30 sh -c 'echo go > "$1"' sh "$WS/go"; wait "$bg"; }
+    eventually sh -c 'grep -qs "$1" "$2"/pins/run.*' sh "$digest" "$store" || { release; false; }
+    run sbx-snap gc --store "$store" --min-age-s 0
+    release
+    assert_success
+    [ "$(jq_out .pinnedRuns)" = 1 ]
+    [ -e "$(object_of "$digest")" ]
+    [ "$(jq -c 'select(.event == "finished") | .status' "$WORK/pin.jsonl")" = 0 ]
+    [ -z "$(ls "$store/pins")" ]
+    run sbx-snap gc --store "$store" --min-age-s 0
+    [ ! -e "$(object_of "$digest")" ]
+}
+
+@test "after a run sbx-run starts one detached collection when due (--gc-interval-s), never more often" {
+    store="$STATE/snapshots"
+    worker_run g1 'printf old-checkpoint > /scratch/checkpoints/c; sbx-report checkpoint c' '{}' --no-gc
+    assert_success
+    [ ! -e "$store/gc.lock" ]
+    checkpoint=$(jq -r 'select(.event == "worker.checkpoint") | .digest' "$WORK/g1.jsonl")
+    find "$store/objects" -type f -exec touch -d '2 hours ago' {} +
+    worker_run g2 'true' '{}' --gc-interval-s 0
+    assert_success
+    flock "$store/gc.lock" true   # the collection holds it until it ends
+    [ "$(jq .removed "$store/gc.json")" -ge 1 ]
+    [ ! -e "$(object_of "$checkpoint")" ]
+    run sbx-snap restore "$(r .workspaceSnapshot.ref)" "$WORK/restored" --store "$store"
+    assert_success
+    # Not due: the last collection is younger than the interval.
+    stamp=$(stat -c %i "$store/gc.json")
+    worker_run g3 'true' '{}' --gc-interval-s 3600
+    assert_success
+    flock "$store/gc.lock" true
+    [ "$(stat -c %i "$store/gc.json")" = "$stamp" ]
+}
