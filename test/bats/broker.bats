@@ -122,9 +122,11 @@ err() { jq -r .message <<<"$stderr"; }
     echo '{"inside": 2}' > "$WS/other.json"
     ln -sf other.json "$WS/cfg2.json"
     ln -sf /etc/shadow "$WS/cfg.json.tmp" && mv -T "$WS/cfg.json.tmp" "$WS/cfg.json"
-    run --separate-stderr sbx-broker drain
+    SCIENCE_AGENT_RUNNER_TOKEN=runner-token-789 run --separate-stderr sbx-broker drain
     assert_success
     [ ! -e "$marker" ] || fail "a planted .pth ran as uid $(cat "$marker")"
+    # The job's environment (what /proc/<pid>/environ held) has no runner token.
+    ! field h1 '.logs.stdout' | head -n 1 | grep -q -e runner-token-789 -e SCIENCE_AGENT_RUNNER_TOKEN
     assert_equal "$(field h1 .state)" succeeded
     assert_equal "$(field h1 '.logs.stdout' | head -n 1 | jq -r .uid)" "$(id -u sbxtest)"
     assert_equal "$(field h3 '.state, .error' | tr '\n' '|')" "failed|configPath must resolve inside the NPU job workspace|"

@@ -140,3 +140,49 @@ PY
     refute_output --partial "not ok"
     assert_output --partial "ok: install reads the wheel from runnerWorkspaceKey"
 }
+
+# no_token PID NAME: /proc/PID/environ does not hold the runner token (the
+# daemon's own keeps the name, its value erased in place).
+no_token() {
+    local env
+    env=$(tr '\0' '\n' < "/proc/$1/environ") || fail "$2 ($1) is gone"
+    ! grep -q -e "$TOKEN" <<< "$env" || fail "$2 ($1) holds the runner token"
+    [ "$1" = "$HTTPD_PID" ] || ! grep -q SCIENCE_AGENT_RUNNER_TOKEN <<< "$env" || fail "$2 ($1) was given the token's variable"
+}
+
+@test "no helper holds the runner token: the daemon, the egress gateway, the env installer and its sandbox" {
+    wait_ready
+    no_token "$HTTPD_PID" sbx-httpd
+    # An execution's egress gateway outlives the run (it idles out later).
+    access='{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":false}'
+    signed /execute-shell "$(shell_request g1 true |
+        jq -c ".permissionEpoch.networkPolicy = \"domain-allowlist\" | .permissionEpoch.networkAccess = $access")"
+    [ "$status_code" = 200 ]
+    gw=$(pgrep -f "sbx-egress gateway --socket $WORK/data/" | head -n 1)
+    [ -n "$gw" ]
+    no_token "$gw" "the execution's egress gateway"
+    # An install held mid-way: sbx-env, its gateway, bwrap and the installer.
+    api POST /environments --data-binary '{"name":"Held","language":"python"}'
+    id=$(jq -r .id <<< "$output")
+    httpd_stop
+    mkfifo -m 0666 "$WORK/hang"
+    httpd_start FAKE_MICROMAMBA_HANG_ON=tqdm FAKE_MICROMAMBA_HANGING_FIFO="$WORK/hang" \
+        SBX_PASS_ENV=FAKE_MICROMAMBA_CHANNELS,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO \
+        SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO \
+        SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels:$WORK"
+    api POST "/environments/$id/install" --data-binary '{"packages":["tqdm"],"manager":"conda"}' &
+    client=$!
+    await_fifo "$WORK/hang"
+    env_pid=$(pgrep -f "sbx-env install .*$id" | head -n 1)
+    installer=$(pgrep -f "^python3 .*fake-micromamba --no-rc install .*$id" | head -n 1)
+    bwrap_pid=$(pgrep -f "bwrap .*fake-micromamba --no-rc install .*$id" | head -n 1)
+    env_gw=$(pgrep -P "$env_pid" -f "sbx-egress gateway --socket /tmp/sbx-env-gw" | head -n 1)
+    [ -n "$env_pid" ] && [ -n "$installer" ] && [ -n "$bwrap_pid" ] && [ -n "$env_gw" ]
+    for p in "$env_pid:sbx-env" "$env_gw:the install gateway" "$bwrap_pid:bwrap" "$installer:the installer"; do
+        no_token "${p%%:*}" "${p#*:}"
+    done
+    # The installer runs as the install user, never root.
+    [ "$(stat -c %u "/proc/$installer")" -ne 0 ]
+    kill -9 "$installer"
+    wait "$client" || true
+}
