@@ -289,7 +289,7 @@ err() { jq -r .message <<<"$stderr"; }
 
 @test "a managed workload runs the revision's interpreter with its site-packages first on PYTHONPATH" {
     export SCIENCE_AGENT_PROVISIONER_PATH="$FIXTURES/fake-micromamba" FAKE_MICROMAMBA_CHANNELS="$FIXTURES/channels" \
-        SBX_PASS_ENV=FAKE_MICROMAMBA_CHANNELS SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels" \
+        SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels" \
         SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS SBX_ENV_RUN_AS=sbxtest
     unset SCIENCE_AGENT_PACKAGE_CACHE_DIR SCIENTIFIC_ENVS SCIENCE_AGENT_SCIENTIFIC_CHANNELS
     run --separate-stderr sbx-env setup --wait

@@ -7,6 +7,10 @@ load '/usr/lib/bats/bats-assert/load'
 SBX_BIN="$(cd "$BATS_TEST_DIRNAME/../../bin" && pwd)"
 FIXTURES="$(cd "$BATS_TEST_DIRNAME/../fixtures" && pwd)"
 export PATH="$SBX_BIN:$PATH"
+# Every sbx child gets a pass-list environment (sbx-formats(5)): the
+# fixtures' knobs reach the fakes a stage starts (npu-smi, bwrap,
+# micromamba) the way an operator's own variables would.
+export SBX_PASS_ENV=FAKE_NPU_SMI_MODEL,FAKE_NPU_SMI_FAIL,FAKE_NPU_SMI_CONFIG,FAKE_NPU_SMI_DIR,FAKE_NVIDIA_SMI_FAIL,FAKE_BWRAP_LOG,FAKE_BWRAP_PIDFILE,REAL_BWRAP,FAKE_VERSION,FAKE_HELP_OMIT,FAKE_MICROMAMBA_CHANNELS,FAKE_MICROMAMBA_LOG,FAKE_MICROMAMBA_DELAY_S,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO,FAKE_R_REPO,FAKE_DCMI_CHIPS,FAKE_DCMI_FAIL
 
 # jq_out FILTER: applies a jq filter to $output (the last `run`'s stdout).
 jq_out() {

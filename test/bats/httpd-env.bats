@@ -8,9 +8,9 @@ load httpd_helpers
 setup() {
     export SCIENTIFIC_ENVS=1 SCIENCE_AGENT_PROVISIONER_PATH="$FIXTURES/fake-micromamba" \
         FAKE_MICROMAMBA_CHANNELS="$FIXTURES/channels"
-    # sbx-httpd passes the fake's variable on (SBX_PASS_ENV); sbx-env binds
+    # sbx-httpd passes the fake's variable on (SBX_PASS_ENV, helpers.bash); sbx-env binds
     # its channels into the install sandboxes and passes it in.
-    export SBX_PASS_ENV=FAKE_MICROMAMBA_CHANNELS SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels" \
+    export SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels" \
         SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS
     httpd_setup
     chmod 755 "$WORK/data"
@@ -167,7 +167,6 @@ no_token() {
     httpd_stop
     mkfifo -m 0666 "$WORK/hang"
     httpd_start FAKE_MICROMAMBA_HANG_ON=tqdm FAKE_MICROMAMBA_HANGING_FIFO="$WORK/hang" \
-        SBX_PASS_ENV=FAKE_MICROMAMBA_CHANNELS,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO \
         SBX_ENV_INSTALL_PASS_ENV=FAKE_MICROMAMBA_CHANNELS,FAKE_MICROMAMBA_HANG_ON,FAKE_MICROMAMBA_HANGING_FIFO \
         SBX_ENV_INSTALL_READ_ONLY="$FIXTURES/channels:$WORK"
     api POST "/environments/$id/install" --data-binary '{"packages":["tqdm"],"manager":"conda"}' &

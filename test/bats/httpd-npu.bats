@@ -15,7 +15,8 @@ setup() {
     export SBX_BROKER_ROOT="$(cd "$FIXTURES/../.." && pwd)"
     export SCIENCE_AGENT_NPU_PYTHON=/usr/bin/python3
     export SBX_TEST_FIFO="$HOST/fifo"
-    mkfifo "$SBX_TEST_FIFO"
+    # Jobs run as the workspace's owner or the broker's user, never root.
+    mkfifo -m 0666 "$SBX_TEST_FIFO"
     httpd_setup
 }
 
