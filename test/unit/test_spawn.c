@@ -1,10 +1,12 @@
 /* test_spawn.c — safe spawn: no shell, fds closed but the chosen ones,
- * capture caps, deadlines that kill the whole group, exec failures. */
+ * capture caps, deadlines that kill the whole group, exec failures, the
+ * pass-list environment. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "child_env.h"
 #include "spawn.h"
 
 #include <errno.h>
@@ -196,6 +198,45 @@ static void held_child_reports_exec_failure_and_discard_reaps(void **state)
 	assert_int_equal(errno, ESRCH);
 }
 
+/* The child's environment is the pass-list's: a token never passes, an
+ * operator's name listed in SBX_PASS_ENV does, and one naming a secret
+ * cannot be let through that way either. */
+static void child_environment_comes_from_the_pass_list(void **state)
+{
+	(void)state;
+	setenv("SCIENCE_AGENT_RUNNER_TOKEN", "tok-1", 1);
+	setenv("SCIENCE_AGENT_DATA_DIR", "/data", 1);
+	setenv("LAB_TOKEN", "tok-2", 1);
+	setenv("UNRELATED_VARIABLE", "x", 1);
+	setenv("OPERATOR_MIRROR", "m", 1);
+	setenv("SBX_PASS_ENV", "OPERATOR_MIRROR,LAB_TOKEN", 1);
+	setenv("MAPI_NONCE", "n", 1);
+	const char *argv[] = { "/usr/bin/env", NULL };
+	struct sbx_capture c;
+	assert_int_equal(capture(argv, 5000, 1 << 16, &c), 0);
+	assert_null(strstr(c.out, "tok-1"));
+	assert_null(strstr(c.out, "tok-2"));
+	assert_null(strstr(c.out, "UNRELATED_VARIABLE"));
+	assert_null(strstr(c.out, "MAPI_NONCE"));
+	assert_non_null(strstr(c.out, "SCIENCE_AGENT_DATA_DIR=/data\n"));
+	assert_non_null(strstr(c.out, "OPERATOR_MIRROR=m\n"));
+	assert_non_null(strstr(c.out, "PATH="));
+	sbx_capture_free(&c);
+	assert_false(sbx_child_env_passes("secret_key_file"));
+	assert_true(sbx_child_env_passes("LC_ALL=C"));
+	/* Taken: gone from the environment, the value erased where it was. */
+	char *where = getenv("SCIENCE_AGENT_RUNNER_TOKEN");
+	char *taken = sbx_env_take("SCIENCE_AGENT_RUNNER_TOKEN");
+	assert_string_equal(taken, "tok-1");
+	assert_null(getenv("SCIENCE_AGENT_RUNNER_TOKEN"));
+	assert_int_equal(where[0], '\0');
+	free(taken);
+	const char *names[] = { "SCIENCE_AGENT_DATA_DIR", "LAB_TOKEN", "UNRELATED_VARIABLE", "OPERATOR_MIRROR",
+				"SBX_PASS_ENV", "MAPI_NONCE" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unsetenv(names[i]);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -209,6 +250,7 @@ int main(void)
 		cmocka_unit_test(last_line_skips_blank_lines_and_trims),
 		cmocka_unit_test(held_child_runs_what_it_is_released_with),
 		cmocka_unit_test(held_child_reports_exec_failure_and_discard_reaps),
+		cmocka_unit_test(child_environment_comes_from_the_pass_list),
 	};
 	return cmocka_run_group_tests_name("spawn", tests, NULL, NULL);
 }
