@@ -13,7 +13,9 @@ static const char *const exact[] = {
 	"XDG_STATE_HOME", "XDG_CACHE_HOME", "SCIENTIFIC_ENVS", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
 };
 static const char *const prefixes[] = { "LC_", "SBX_", "SCIENCE_AGENT_" };
-static const char *const secret_words[] = { "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY" };
+static const char *const secret_words[] = { "TOKEN",  "SECRET",     "PASSWORD", "PASSWD",     "CREDENTIAL",
+					     "APIKEY", "API-KEY",    "HMAC",     "PRIVATEKEY", "PRIVATE-KEY",
+					     "ACCESSKEY", "ACCESS-KEY" };
 
 static bool name_is(const char *name, size_t len, const char *want)
 {
@@ -34,18 +36,33 @@ static bool listed(const char *list, const char *name, size_t len)
 	return false;
 }
 
-int sbx_child_env_passes(const char *name)
+int sbx_env_name_is_secret(const char *name, size_t len)
 {
-	size_t len = strcspn(name, "=");
 	char upper[256];
-	if (len == 0 || len >= sizeof(upper))
-		return 0;
+	if (len >= sizeof(upper))
+		return 1;
 	for (size_t i = 0; i < len; i++)
 		upper[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
 	upper[len] = '\0';
+	/* API_KEY and API-KEY alike: compared with '_' read as nothing. */
+	char squeezed[256];
+	size_t k = 0;
+	for (size_t i = 0; i < len; i++)
+		if (upper[i] != '_')
+			squeezed[k++] = upper[i];
+	squeezed[k] = '\0';
 	for (size_t i = 0; i < sizeof(secret_words) / sizeof(secret_words[0]); i++)
-		if (strstr(upper, secret_words[i]))
-			return 0;
+		if (strstr(upper, secret_words[i]) || strstr(squeezed, secret_words[i]))
+			return 1;
+	/* ..._KEY and KEY_...: a key of any kind. */
+	return (len >= 4 && !strcmp(upper + len - 4, "_KEY")) || !strncmp(upper, "KEY_", 4) || strstr(upper, "_KEY_") != NULL;
+}
+
+int sbx_child_env_passes(const char *name)
+{
+	size_t len = strcspn(name, "=");
+	if (len == 0 || sbx_env_name_is_secret(name, len))
+		return 0;
 	if (!strncmp(name, "MAPI_", 5))
 		return 0;
 	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)

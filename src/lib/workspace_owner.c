@@ -42,6 +42,22 @@ static int own(struct walk *w, int dirfd, const char *name, const struct stat *s
 	return 0;
 }
 
+/* Everything the sandbox's uid owns becomes root's, hard links included:
+ * a sandbox can link only within its own mounts, so every link of such a
+ * file lies in this tree. chown clears set-id bits on the way. */
+static int disown(struct walk *w, int dirfd, const char *name, const struct stat *st)
+{
+	if (st->st_uid != w->uid && st->st_gid != w->gid)
+		return 0;
+	if (fchownat(dirfd, name, 0, 0, AT_SYMLINK_NOFOLLOW) != 0 && errno != ENOENT) {
+		sbx_error_set(w->e, SBX_EXIT_INTERNAL, "chown-failed", "%s: cannot give %.200s back to root: %s", w->name,
+			      name, strerror(errno));
+		return -1;
+	}
+	w->changed++;
+	return 0;
+}
+
 static int clear_setid(struct walk *w, int dirfd, const char *name, const struct stat *st)
 {
 	if (!S_ISREG(st->st_mode) || !(st->st_mode & (S_ISUID | S_ISGID)))
@@ -172,6 +188,16 @@ static long walk_root(struct walk *w, int rootfd)
 long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, struct sbx_error *e)
 {
 	struct walk w = { .uid = uid, .gid = gid, .name = name, .e = e, .visit = own };
+	return walk_root(&w, rootfd);
+}
+
+long sbx_tree_disown_at(int rootfd, const char *name, uid_t uid, gid_t gid, struct sbx_error *e)
+{
+	struct walk w = { .uid = uid, .gid = gid, .name = name, .e = e, .visit = disown };
+	if (fchown(rootfd, 0, 0) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "chown-failed", "%s: cannot give it back to root: %s", name, strerror(errno));
+		return -1;
+	}
 	return walk_root(&w, rootfd);
 }
 

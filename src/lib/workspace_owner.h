@@ -20,6 +20,10 @@
  * files outside). Returns the number of entries changed, or -1. */
 long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, struct sbx_error *e);
 
+/* After an install sandbox: the root and every entry owned by uid or gid
+ * (hard links included) become root:root, by the same walk. Returns the
+ * number changed, or -1. */
+long sbx_tree_disown_at(int rootfd, const char *name, uid_t uid, gid_t gid, struct sbx_error *e);
 /* After a run: clears the set-uid and set-gid bits of every regular file
  * below rootfd (the same walk; each file opened O_NOFOLLOW | O_NONBLOCK and
  * checked regular before its fchmod). It keeps going past a failure; a

@@ -10,11 +10,13 @@
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #define BROKER_LOG_BUDGET_DEFAULT (1ll << 30)
 #define BROKER_INPUTS_MAX (64u << 10)
 #define BROKER_CANCEL_GRACE_MS 2000
+#define BROKER_JOB_PIDS 4096        /* processes of one job (its cgroup) */
 
 struct broker {
 	bool enabled;
@@ -59,7 +61,8 @@ struct broker_job_ids {
 	gid_t gid;
 };
 int broker_job_identity(const char *workspace, struct broker_job_ids *ids, struct sbx_error *e);
-/* <dir>/homes/<id> with tmp/, .cache/ and inputs/, owned by the job's uid, 0700. */
+/* <dir>/homes/<id> (root, 0711) with inputs/ (root, 0755: the copies,
+ * root-owned 0444), home/ and tmp/ (the job's uid, 0700). */
 int broker_job_home(const struct broker *b, const char *id, const struct broker_job_ids *ids, char *home,
 		    size_t size, struct sbx_error *e);
 void broker_job_home_remove(const char *home);
@@ -72,6 +75,9 @@ struct broker_template_ctx {
 	const char *home;                  /* the job's home: inputs are copied there (NULL: checked only) */
 	const struct broker_job_ids *ids;
 };
+/* REL opened once below the workspace's fd (O_NONBLOCK: a FIFO never
+ * blocks), a regular file; its fd, or -1. */
+int broker_open_input(const char *workspace, const char *rel, struct stat *st);
 /* ${input:field}: the file opened below the workspace's fd and copied into
  * <home>/inputs/, whose path it returns (job_home.c). */
 char *broker_input_copy(const struct broker_template_ctx *c, const char *field, struct sbx_error *e);

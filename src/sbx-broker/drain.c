@@ -3,6 +3,7 @@
  * host with an explicit argv, its own process group and the filtered
  * environment, its output appended to logs/ under one shared budget. */
 #include "broker.h"
+#include "../lib/cgroup_limits.h"
 #include "../lib/clock.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
@@ -239,6 +240,7 @@ static void run_job(struct broker *b, const char *id, int sfd, bool *stop)
 	size_t argc = 0;
 	char program[PATH_MAX], site[PATH_MAX], python[PATH_MAX], msg[1100], home[PATH_MAX + 300] = "";
 	struct broker_job_ids ids;
+	struct sbx_cgroup cg = { .procs_fd = { -1, -1, -1 } };
 
 	/* The workspace, read from the row: summaries blank it. */
 	sqlite3_stmt *st = broker_sql(b, "SELECT workspace FROM jobs WHERE id = ?1");
@@ -300,9 +302,20 @@ static void run_job(struct broker *b, const char *id, int sfd, bool *stop)
 		}
 		goto failed;
 	}
+	/* A cgroup of its own where the host has one (root): what the job
+	 * starts, setsid'd or double-forked, is killed with it. */
+	struct sbx_run_limits lim = { .pids = BROKER_JOB_PIDS };
+	if (sbx_cgroup_create(id, &lim, &cg, &e) != 0) {
+		for (int s = 0; s < 2; s++) {
+			close(out[s]);
+			close(err[s]);
+		}
+		goto failed;
+	}
 	struct sbx_spawn sp = { .argv = (const char *const *)argv, .envp = env, .stdin_fd = -1, .stdout_fd = out[1],
 				.stderr_fd = err[1], .new_process_group = true, .die_with_parent = true, .cwd = workspace,
-				.switch_ids = ids.switch_ids, .uid = ids.uid, .gid = ids.gid };
+				.switch_ids = ids.switch_ids, .uid = ids.uid, .gid = ids.gid,
+				.cgroup_procs_fds = cg.procs_fd, .n_cgroup_procs = SBX_CG_DIRS };
 	int exec_errno = 0;
 	r.pid = sbx_spawn_start(&sp, &exec_errno, &e);
 	close(out[1]);
@@ -313,6 +326,7 @@ static void run_job(struct broker *b, const char *id, int sfd, bool *stop)
 		goto failed;
 	}
 	int status = supervise(&r, out[0], err[0], sfd, json_integer_value(json_object_get(wl, "timeoutSeconds")));
+	sbx_cgroup_kill(&cg);
 	*stop = r.stop;
 	if (r.stop)
 		finish(&r, "interrupted", "Runner restarted before the NPU job completed", NULL, workspace, inputs);
@@ -342,6 +356,8 @@ out:
 		free(argv[i]);
 	free(argv);
 	broker_free_environ(env);
+	sbx_cgroup_kill(&cg);
+	sbx_cgroup_remove(&cg);
 	broker_job_home_remove(home);
 	free(workspace);
 	json_decref(job);

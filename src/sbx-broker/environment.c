@@ -2,6 +2,7 @@
  * interpreter of its revision (asked of sbx-env), and the host environment
  * filtered to what Ascend user space reads, secrets never included. */
 #include "broker.h"
+#include "../lib/child_env.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
 #include "../lib/run_sandbox.h"
@@ -9,7 +10,6 @@
 #include "../lib/strvec.h"
 
 #include <glob.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,22 +98,15 @@ static void add_path_entries(struct sbx_strvec *parts, const char *list)
 
 char **broker_job_environ(const char *workspace, const char *home, const char *site_packages)
 {
-	regex_t secret;
 	struct sbx_strvec out, py;
 	sbx_strvec_init(&out);
 	sbx_strvec_init(&py);
-	regcomp(&secret, "(TOKEN|SECRET|PASSWORD|PASSWD|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|CREDENTIAL)",
-		REG_EXTENDED | REG_ICASE | REG_NOSUB);
 	for (char **e = environ; *e; e++) {
 		const char *eq = strchr(*e, '=');
-		if (!eq || !kept(*e, (size_t)(eq - *e)))
-			continue;
-		char name[256];
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-		if (regexec(&secret, name, 0, NULL, 0) != 0)
+		/* The one secret-name rule every child's environment follows. */
+		if (eq && kept(*e, (size_t)(eq - *e)) && !sbx_env_name_is_secret(*e, (size_t)(eq - *e)))
 			sbx_strvec_push(&out, *e);
 	}
-	regfree(&secret);
 	/* The revision's site-packages first, then the host's entries. */
 	if (site_packages)
 		add_path_entries(&py, site_packages);
@@ -137,9 +130,9 @@ char **broker_job_environ(const char *workspace, const char *home, const char *s
 	sbx_strvec_free(&py);
 	/* HOME, TMPDIR and caches in the runner-owned per-job directory, and
 	 * no user site-packages: nothing the workload planted runs. */
-	sbx_strvec_pushf(&out, "HOME=%s", home);
+	sbx_strvec_pushf(&out, "HOME=%s/home", home);
 	sbx_strvec_pushf(&out, "TMPDIR=%s/tmp", home);
-	sbx_strvec_pushf(&out, "XDG_CACHE_HOME=%s/.cache", home);
+	sbx_strvec_pushf(&out, "XDG_CACHE_HOME=%s/home/.cache", home);
 	sbx_strvec_push(&out, "PYTHONNOUSERSITE=1");
 	sbx_strvec_push(&out, "ANTIBODY_ALLOW_HOST_NPU_PYTHON=1");
 	sbx_strvec_push(&out, "SCIENCE_AGENT_NPU_BROKER=1");

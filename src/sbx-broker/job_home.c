@@ -1,7 +1,7 @@
 /* job_home.c — who a host job runs as and where its home is: never root
  * (the workspace's own uid, else the broker's dedicated user), with HOME,
  * TMPDIR and caches in a runner-owned per-job directory outside every
- * workspace, and its workspace inputs handed over as copies made there. */
+ * workspace, and its workspace inputs handed over as root-owned copies. */
 #include "broker.h"
 #include "../lib/beneath.h"
 #include "../lib/exitcodes.h"
@@ -58,12 +58,21 @@ int broker_job_home(const struct broker *b, const char *id, const struct broker_
 	}
 	/* Whatever an earlier run of this id left (a crash) goes first. */
 	(void)sbx_remove_tree(home);
-	const char *sub[] = { "", "/tmp", "/.cache", "/inputs" };
-	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+	/* The job's directory and inputs/ stay root's: the job can rename
+	 * nothing in them, so root's copies land where root meant. Only
+	 * home/ (HOME, caches) and tmp/ are the job's. */
+	static const struct {
+		const char *sub;
+		mode_t mode;
+		bool job_owned;
+	} dirs[] = { { "", 0711, false }, { "/inputs", 0755, false }, { "/home", 0700, true }, { "/tmp", 0700, true } };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		char dir[PATH_MAX + 32];
-		snprintf(dir, sizeof(dir), "%s%s", home, sub[i]);
-		int fd = mkdir(dir, 0700) == 0 ? open(dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-		if (fd < 0 || (ids->switch_ids && fchown(fd, ids->uid, ids->gid) != 0)) {
+		snprintf(dir, sizeof(dir), "%s%s", home, dirs[i].sub);
+		int fd = mkdir(dir, dirs[i].mode) == 0 ? open(dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		bool ok = fd >= 0 && fchmod(fd, dirs[i].mode) == 0 &&
+			  (!dirs[i].job_owned || !ids->switch_ids || fchown(fd, ids->uid, ids->gid) == 0);
+		if (!ok) {
 			sbx_error_set(e, SBX_EXIT_INTERNAL, "home", "%.300s: %s", dir, strerror(errno));
 			if (fd >= 0)
 				close(fd);
@@ -80,10 +89,11 @@ void broker_job_home_remove(const char *home)
 		(void)sbx_remove_tree(home);
 }
 
-/* Copies what src holds (at most INPUT_COPY_MAX) into a new file at dst. */
-static int copy_fd(int src, const char *dst, const struct broker_job_ids *ids)
+/* Copies what src holds (at most INPUT_COPY_MAX) into a new root-owned,
+ * read-only file NAME of the directory dirfd. */
+static int copy_fd(int src, int dirfd, const char *name)
 {
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	int out = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (out < 0)
 		return -1;
 	char buf[65536];
@@ -104,10 +114,23 @@ static int copy_fd(int src, const char *dst, const struct broker_job_ids *ids)
 	}
 	if (n < 0)
 		rc = -1;
-	if (rc == 0 && ids->switch_ids && fchown(out, ids->uid, ids->gid) != 0)
+	if (rc == 0 && fchmod(out, 0444) != 0)
 		rc = -1;
 	close(out);
 	return rc;
+}
+
+int broker_open_input(const char *workspace, const char *rel, struct stat *st)
+{
+	int ws = open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = ws >= 0 ? sbx_open_beneath(ws, rel, O_RDONLY | O_NONBLOCK, SBX_BENEATH_IN_ROOT) : -1;
+	if (ws >= 0)
+		close(ws);
+	if (fd >= 0 && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 char *broker_input_copy(const struct broker_template_ctx *c, const char *field, struct sbx_error *e)
@@ -115,7 +138,6 @@ char *broker_input_copy(const struct broker_template_ctx *c, const char *field, 
 	const char *value = json_string_value(json_object_get(c->inputs, field));
 	char *rel = value ? sbx_trim_dup(value, strlen(value)) : NULL;
 	char dst[PATH_MAX + 300];
-	int ws = -1, src = -1;
 	struct stat st;
 	if (!rel || !*rel || rel[0] == '/' || !c->home) {
 		free(rel);
@@ -125,15 +147,17 @@ char *broker_input_copy(const struct broker_template_ctx *c, const char *field, 
 	/* Opened once below the workspace's fd (symlinks that stay inside are
 	 * the kernel's to follow, anything leaving is refused), read from that
 	 * fd into the job's home: a swap after the check changes nothing. */
-	ws = open(c->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	src = ws >= 0 ? sbx_open_beneath(ws, rel, O_RDONLY | O_NONBLOCK, SBX_BENEATH_IN_ROOT) : -1;
+	int src = broker_open_input(c->workspace, rel, &st);
 	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
-	bool found = src >= 0 && fstat(src, &st) == 0 && S_ISREG(st.st_mode) && *base && strcmp(base, "..") &&
+	bool found = src >= 0 && *base && strcmp(base, "..") &&
 		     strcmp(base, ".") && snprintf(dst, sizeof(dst), "%s/inputs/%s", c->home, base) < (int)sizeof(dst);
-	int copied = found ? copy_fd(src, dst, c->ids) : -1;
+	char inputs[PATH_MAX + 16];
+	snprintf(inputs, sizeof(inputs), "%s/inputs", c->home);
+	int dir = found ? open(inputs, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int copied = dir >= 0 ? copy_fd(src, dir, base) : -1;
 	int saved = errno;
-	if (ws >= 0)
-		close(ws);
+	if (dir >= 0)
+		close(dir);
 	if (src >= 0)
 		close(src);
 	free(rel);

@@ -1,6 +1,7 @@
 /* manifest.c — a finished job's created files (npu.md 2.4): the lines of
  * artifact_manifest.txt at the workspace root and beside the config, each
- * resolved and kept only inside the workspace, in manifest order. */
+ * resolved and kept only inside the workspace, in manifest order (at most
+ * CREATED_FILES_MAX, de-duplicated through a hash set). */
 #include "broker.h"
 #include "../lib/path.h"
 
@@ -13,8 +14,10 @@
 #include <unistd.h>
 
 #define MANIFEST_LINES_MAX 100000
+#define CREATED_FILES_MAX 10000 /* entries reported; the rest are not listed */
 
-static void read_manifest(const char *workspace, const char *dir, json_t *out)
+/* seen: the entries so far as an object's keys (a hash set). */
+static void read_manifest(const char *workspace, const char *dir, json_t *out, json_t *seen)
 {
 	char path[PATH_MAX * 2], line[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/artifact_manifest.txt", dir);
@@ -35,13 +38,13 @@ static void read_manifest(const char *workspace, const char *dir, json_t *out)
 		char joined[PATH_MAX * 3];
 		snprintf(joined, sizeof(joined), "%s/%s", s[0] == '/' ? "" : dir, s);
 		char *real = realpath(s[0] == '/' ? s : joined, NULL);
-		if (real && sbx_path_is_within(workspace, real) && strcmp(real, workspace) != 0) {
+		if (real && sbx_path_is_within(workspace, real) && strcmp(real, workspace) != 0 &&
+		    json_array_size(out) < CREATED_FILES_MAX) {
 			const char *rel = real + strlen(workspace) + 1;
-			bool seen = false;
-			for (size_t i = 0; i < json_array_size(out); i++)
-				seen = seen || !strcmp(json_string_value(json_array_get(out, i)), rel);
-			if (!seen)
+			if (!json_object_get(seen, rel)) {
+				json_object_set_new(seen, rel, json_true());
 				json_array_append_new(out, json_string(rel));
+			}
 		}
 		free(real);
 	}
@@ -51,8 +54,8 @@ static void read_manifest(const char *workspace, const char *dir, json_t *out)
 
 json_t *broker_created_files(const char *workspace, const json_t *inputs)
 {
-	json_t *out = json_array();
-	read_manifest(workspace, workspace, out);
+	json_t *out = json_array(), *seen = json_object();
+	read_manifest(workspace, workspace, out, seen);
 	const char *config = json_string_value(json_object_get(inputs, "configPath"));
 	if (config && config[0] && config[0] != '/') {
 		char joined[PATH_MAX * 2];
@@ -60,8 +63,9 @@ json_t *broker_created_files(const char *workspace, const json_t *inputs)
 		char *dir = dirname(joined);
 		char *real = realpath(dir, NULL);
 		if (real && sbx_path_is_within(workspace, real) && strcmp(real, workspace) != 0)
-			read_manifest(workspace, real, out);
+			read_manifest(workspace, real, out, seen);
 		free(real);
 	}
+	json_decref(seen);
 	return out;
 }

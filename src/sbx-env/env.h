@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define STARTER_PYTHON "python=3.12 numpy=2.0 pandas=2.2 scipy=1.14 matplotlib=3.9"
 #define STARTER_R "r-base=4.4 r-tidyverse=2.0 r-data.table=1.16"
@@ -59,8 +60,11 @@ struct env_box {
 	int fds[2];                /* the prefix, the scratch directory: fd:3, fd:4 */
 	size_t n_fds;
 	char scratch[PATH_MAX];    /* removed on close */
-	char gateway_dir[64];      /* the gateway's socket, policy and log; removed on close */
+	char gateway_dir[PATH_MAX]; /* the gateway's socket, policy and log (root's); removed on close */
 	int gateway;               /* the egress gateway's pid, 0: none */
+	bool disown;               /* give the prefix back to root on close */
+	uid_t uid;                 /* the install user */
+	gid_t gid;
 };
 int env_box_open(const struct envctx *c, const char *const *argv, struct env_box *box, struct sbx_error *e);
 void env_box_close(struct env_box *box);

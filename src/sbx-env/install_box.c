@@ -4,6 +4,7 @@
  * call names. Package code (post-link scripts, setup.py, .pth files, R's
  * configure) therefore never runs on the host or as root. */
 #include "env.h"
+#include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/run_as.h"
@@ -14,6 +15,7 @@
 #include "../lib/workspace_owner.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,8 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GATEWAY_READY_MS 10000
@@ -150,22 +156,24 @@ static json_t *call_hosts(const struct envctx *c, const char *const *argv, json_
 	return hosts;
 }
 
-/* Starts `sbx-egress gateway` for the hosts, as the install user, on a
- * socket in a fresh private directory; waits until it listens. */
+/* Starts `sbx-egress gateway` for the hosts on a socket in gw_dir (root's,
+ * 0711: nothing in it can be swapped by the install user; the gateway
+ * opens its files as root, then gives the socket to the install user and
+ * drops to it); waits until it listens. */
 static int start_gateway(struct env_box *box, json_t *hosts, const struct sbx_run_as *who, char *sock, size_t size,
 			 struct sbx_error *e)
 {
-	char egress[PATH_MAX], dir[] = "/tmp/sbx-env-gw.XXXXXX", policy[64], log[64], owner[48];
+	char egress[PATH_MAX], policy[PATH_MAX + 16], log[PATH_MAX + 16], owner[48];
+	const char *dir = box->gateway_dir;
 	if (sbx_sibling_program("sbx-egress", egress, sizeof(egress)) != 0)
 		return box_fail(e, "sbx-egress was found neither next to sbx-env nor on PATH", NULL);
-	if (!mkdtemp(dir) || (who->switch_user && chown(dir, who->uid, who->gid) != 0))
-		return box_fail(e, "a private directory for the gateway", strerror(errno));
-	snprintf(box->gateway_dir, sizeof(box->gateway_dir), "%s", dir);
-	snprintf(sock, size, "%s/egress.sock", dir);
+	if ((size_t)snprintf(sock, size, "%s/egress.sock", dir) >= size ||
+	    strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return box_fail(e, "the gateway's socket path is too long (a shorter data directory)", dir);
 	snprintf(policy, sizeof(policy), "%s/policy.json", dir);
 	snprintf(log, sizeof(log), "%s/egress.log", dir);
 	json_t *doc = json_pack("{s:s,s:O}", "mode", "domain-allowlist", "allowedDomains", hosts);
-	int rc = doc ? json_dump_file(doc, policy, JSON_COMPACT) : -1;
+	int rc = doc ? json_dump_file(doc, policy, JSON_COMPACT) : -1; /* root's directory: no swap */
 	json_decref(doc);
 	if (rc != 0)
 		return box_fail(e, "the gateway's policy", strerror(errno));
@@ -224,6 +232,32 @@ static int open_dir(const char *path, const struct sbx_run_as *who, bool own, st
 	return fd;
 }
 
+/* Boxes and gateway directories a killed sbx-env left: each live one is
+ * flock'd by its owner, so one that can be locked is stale. */
+static void sweep_stale(const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "box-", 4) != 0)
+			continue;
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		/* A minute old at least: one being made is not locked yet. */
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ctime < time(NULL) - 60 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			char path[PATH_MAX + 300];
+			snprintf(path, sizeof(path), "%s/%s", tmp, de->d_name);
+			(void)sbx_remove_tree(path);
+			snprintf(path, sizeof(path), "%s/gw-%.8s", tmp, de->d_name + 4);
+			(void)sbx_remove_tree(path);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
 int env_box_open(const struct envctx *c, const char *const *argv, struct env_box *box, struct sbx_error *e)
 {
 	struct sbx_run_as who;
@@ -238,14 +272,27 @@ int env_box_open(const struct envctx *c, const char *const *argv, struct env_box
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s/tmp", c->root);
 	sbx_uuid4("box-", uuid, sizeof(uuid));
-	if ((mkdir(tmp, 0711) != 0 && errno != EEXIST) ||
-	    snprintf(box->scratch, sizeof(box->scratch), "%s/%s", tmp, uuid) >= (int)sizeof(box->scratch) ||
+	if (mkdir(tmp, 0711) != 0 && errno != EEXIST)
+		return box_fail(e, "a scratch directory", strerror(errno));
+	sweep_stale(tmp);
+	if (snprintf(box->scratch, sizeof(box->scratch), "%s/%s", tmp, uuid) >= (int)sizeof(box->scratch) ||
 	    mkdir(box->scratch, 0700) != 0) {
 		box->scratch[0] = '\0';
 		return box_fail(e, "a scratch directory", strerror(errno));
 	}
 	if ((box->fds[1] = open_dir(box->scratch, &who, true, e)) < 0)
 		goto fail;
+	/* Held while the box lives: a sweep skips it (sweep_stale). */
+	if (flock(box->fds[1], LOCK_EX | LOCK_NB) != 0) {
+		box_fail(e, "locking the scratch directory", strerror(errno));
+		goto fail;
+	}
+	if (snprintf(box->gateway_dir, sizeof(box->gateway_dir), "%s/gw-%.8s", tmp, uuid + 4) >=
+	    (int)sizeof(box->gateway_dir)) {
+		box->gateway_dir[0] = '\0';
+		box_fail(e, "the gateway's directory path is too long", tmp);
+		goto fail;
+	}
 	box->n_fds = 2;
 	target_prefix(c, argv, prefix, sizeof(prefix));
 	/* A prefix micromamba is to create is made empty first, as the
@@ -256,6 +303,9 @@ int env_box_open(const struct envctx *c, const char *const *argv, struct env_box
 	}
 	if (prefix[0] && (box->fds[0] = open_dir(prefix, &who, true, e)) < 0)
 		goto fail;
+	box->disown = prefix[0] && who.switch_user;
+	box->uid = who.uid;
+	box->gid = who.gid;
 	if (!prefix[0] && (box->fds[0] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		goto fail;
 
@@ -294,7 +344,9 @@ int env_box_open(const struct envctx *c, const char *const *argv, struct env_box
 	if (prefix[0])
 		json_object_set_new(spec, "environment", json_pack("{s:s,s:b}", "prefix", "fd:3", "writable", 1));
 	int rc = 0;
-	if (json_array_size(hosts) && (rc = start_gateway(box, hosts, &who, sock, sizeof(sock), e)) == 0)
+	if (json_array_size(hosts) && mkdir(box->gateway_dir, 0711) != 0)
+		rc = box_fail(e, "the gateway's directory", strerror(errno));
+	else if (json_array_size(hosts) && (rc = start_gateway(box, hosts, &who, sock, sizeof(sock), e)) == 0)
 		json_object_set_new(spec, "network", json_pack("{s:s,s:s}", "mode", "domain-allowlist", "socket", sock));
 	json_decref(hosts);
 	char *text = rc == 0 ? json_dumps(spec, JSON_COMPACT) : NULL;
@@ -333,13 +385,19 @@ void env_box_close(struct env_box *box)
 	}
 	if (box->gateway_dir[0])
 		(void)sbx_remove_tree(box->gateway_dir);
+	if (box->scratch[0])
+		(void)sbx_remove_tree(box->scratch);
+	/* Nothing of the sandbox runs now (its pid namespace died with bwrap,
+	 * the gateway above): the prefix goes back to root, read-only to every
+	 * uid but root's until the next install. */
+	struct sbx_error de;
+	if (box->disown && box->fds[0] >= 0 && sbx_tree_disown_at(box->fds[0], "prefix", box->uid, box->gid, &de) < 0)
+		sbx_diag_error(&de);
 	for (int i = 0; i < 2; i++)
 		if (box->fds[i] >= 0)
 			close(box->fds[i]);
 	if (box->spec_fd >= 0)
 		close(box->spec_fd);
-	if (box->scratch[0])
-		(void)sbx_remove_tree(box->scratch);
 	for (int i = 0; i < 6; i++)
 		free(box->launch_argv[i]);
 	memset(box, 0, sizeof(*box));

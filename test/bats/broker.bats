@@ -83,7 +83,7 @@ err() { jq -r .message <<<"$stderr"; }
     assert_equal "$(jq -r '.ok, .cwd, (.argv | join(" "))' <<<"$line" | tr '\n' '|')" "true|$WS|smoke $WS|"
     home="$DATA/npu-jobs/homes/j1"
     assert_equal "$(jq -r '.env | [.ASCEND_VISIBLE, .HOME, .TMPDIR, .PYTHONNOUSERSITE, .SCIENCE_AGENT_NPU_WORKSPACE, .SCIENCE_AGENT_NPU_BROKER_MODE, .ANTIBODY_ALLOW_HOST_NPU_PYTHON, .PYTHONPATH] | join("|")' <<<"$line")" \
-        "1|$home|$home/tmp|1|$WS|1|1|/host/py"
+        "1|$home/home|$home/tmp|1|$WS|1|1|/host/py"
     assert_equal "$(jq -c '.env | [has("ASCEND_API_KEY"), has("MS_SECRET_TOKEN"), has("UNRELATED")]' <<<"$line")" '[false,false,false]'
     # The home is the runner's, per job, and gone with it; none in the workspace.
     [ ! -e "$home" ] && [ ! -e "$WS/.npu-home" ]
@@ -132,6 +132,18 @@ err() { jq -r .message <<<"$stderr"; }
     assert_equal "$(field h3 '.state, .error' | tr '\n' '|')" "failed|configPath must resolve inside the NPU job workspace|"
     line=$(field h4 .logs.stdout)
     assert_equal "$line" "$DATA/npu-jobs/homes/h4/inputs/cfg2.json {\"inside\": 2}"
+}
+
+@test "what a job leaves behind (a setsid'd grandchild) is killed with it" {
+    [ "$(id -u)" -eq 0 ] || skip "a job's cgroup needs root"
+    submit test.linger l1
+    assert_success
+    run --separate-stderr sbx-broker drain
+    assert_success
+    assert_equal "$(field l1 .state)" succeeded
+    pid=$(cat "$WS/linger.pid")
+    [ -n "$pid" ]
+    eventually bash -c "! kill -0 $pid 2>/dev/null" || { kill -9 "$pid"; fail "the job's grandchild $pid outlived it"; }
 }
 
 @test "jobs run one at a time in submission order" {

@@ -126,7 +126,7 @@ install_uid() { if [ "$(id -u)" -eq 0 ]; then id -u sbxtest; else id -u; fi; }
     mkdir -p "$WORK/channels"
     cp -r "$FIXTURES/channels/conda-forge" "$WORK/channels/"
     jq '.packages += [{"name": "evil-post", "version": "1.0", "build": "0",
-        "postLink": "id -u > \"$PREFIX/postlink-uid\"; env > \"$PREFIX/postlink-env\"; touch \"'"$WORK"'/host-marker-post\" 2>/dev/null; touch /workspace-escape 2>/dev/null; true"}]' \
+        "postLink": "id -u > \"$PREFIX/postlink-uid\"; ln \"$PREFIX/postlink-uid\" \"$PREFIX/postlink-link\"; cp /bin/true \"$PREFIX/suid\"; chmod 4755 \"$PREFIX/suid\"; env > \"$PREFIX/postlink-env\"; touch \"'"$WORK"'/host-marker-post\" 2>/dev/null; touch /workspace-escape 2>/dev/null; true"}]' \
         "$FIXTURES/channels/conda-forge/repodata.json" > "$WORK/channels/conda-forge/repodata.json"
     export FAKE_MICROMAMBA_CHANNELS="$WORK/channels"
     run --separate-stderr sbx-env install -- "$ENV_ID" evil-post
@@ -136,6 +136,12 @@ install_uid() { if [ "$(id -u)" -eq 0 ]; then id -u sbxtest; else id -u; fi; }
     [ "$(install_uid)" -ne 0 ]
     ! grep -q -e runner-secret-token-123 -e lab-secret-456 "$prefix/postlink-env"
     [ ! -e "$WORK/host-marker-post" ] && [ ! -e /workspace-escape ]
+    # After the install the prefix is root's again, hard links and all, and
+    # nothing in it is set-uid.
+    if [ "$(id -u)" -eq 0 ]; then
+        assert_equal "$(find "$prefix" ! -uid 0 | head -n 3)" ""
+        assert_equal "$(find "$prefix" -perm -4000 | head -n 3)" ""
+    fi
     # A wheel from the workspace whose .pth runs at the next interpreter
     # start (the inventory): in the sandbox, writable only the prefix.
     mkdir -p "$WS/dist"

@@ -43,7 +43,7 @@ await_state() {
 
 @test "/health.npuBroker and GET /npu/workloads come from the allowlist read at startup" {
     run curl -sS "$BASE/health"
-    assert_equal "$(jq_out '.npuBroker.enabled, .npuBroker.queueConcurrency, (.npuBroker.workloads | length)' | tr '\n' ' ')" "true 1 11 "
+    assert_equal "$(jq_out '.npuBroker.enabled, .npuBroker.queueConcurrency, (.npuBroker.workloads | length)' | tr '\n' ' ')" "true 1 12 "
     api GET /npu/workloads
     assert_equal "$status_code" 200
     assert_equal "$(jq_out '.[0].id')" test.smoke

@@ -223,6 +223,12 @@ static void child_environment_comes_from_the_pass_list(void **state)
 	assert_non_null(strstr(c.out, "PATH="));
 	sbx_capture_free(&c);
 	assert_false(sbx_child_env_passes("secret_key_file"));
+	const char *secrets[] = { "SCIENCE_AGENT_API_KEY=x", "SBX_WEBHOOK_KEY=x", "SCIENCE_AGENT_HMAC=x",
+				  "SBX_S3_ACCESS_KEY_ID=x", "SCIENCE_AGENT_APIKEY=x", "SBX_KEY_FILE=x" };
+	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+		assert_false(sbx_child_env_passes(secrets[i]));
+	assert_true(sbx_child_env_passes("SCIENCE_AGENT_MICROMAMBA_SHA256=x"));
+	assert_true(sbx_child_env_passes("SBX_UID_RANGE=x"));
 	assert_true(sbx_child_env_passes("LC_ALL=C"));
 	/* Taken: gone from the environment, the value erased where it was. */
 	char *where = getenv("SCIENCE_AGENT_RUNNER_TOKEN");
