@@ -218,3 +218,40 @@ gone() {
     [ "$held" -le 300000 ] || fail "the store holds $held bytes"
     assert_equal "$(jq .retention.executions.logBytes <<<"$output")" "$held"
 }
+
+@test "a store an older sbx-httpd made: its records are measured at startup, then collected like new ones" {
+    httpd_stop
+    db="$WORK/data/runner-executions/executions.sqlite"
+    rm -f "$db" "$db-wal" "$db-shm"
+    python3 - "$db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.executescript("""
+CREATE TABLE executions (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, agent_id TEXT NOT NULL, workspace TEXT NOT NULL,
+ state TEXT NOT NULL, queued_at TEXT NOT NULL, started_at TEXT, finished_at TEXT, result TEXT, error TEXT, version TEXT,
+ log_truncated INTEGER NOT NULL DEFAULT 0, next_cursor INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE log_chunks (execution_id TEXT NOT NULL, cursor INTEGER NOT NULL, stream TEXT NOT NULL, text TEXT NOT NULL,
+ PRIMARY KEY (execution_id, cursor)) WITHOUT ROWID;
+CREATE TABLE execution_results (id TEXT PRIMARY KEY, result TEXT NOT NULL);
+INSERT INTO executions VALUES ('old1', 's1', 'main', '/w', 'completed', '2020-01-01T00:00:00.000Z',
+ '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:01.000Z', NULL, NULL, NULL, 0, 3);
+INSERT INTO log_chunks VALUES ('old1', 1, 'stdout', 'héllo '), ('old1', 2, 'stderr', 'wörld');
+INSERT INTO execution_results VALUES ('old1', '{"exitCode":0}');
+""")
+db.commit()
+PY
+    httpd_start SCIENCE_AGENT_EXECUTION_RETENTION_SECONDS=0
+    for _ in $(seq 50); do
+        run curl -sS "$BASE/health"
+        [ "$(jq -r '.retention.collected.at | type' <<<"$output")" = string ] && break
+        sleep 0.1
+    done
+    # 7 + 6 bytes of UTF-8 in its chunks, 14 of result.
+    assert_equal "$(jq .retention.executions.logBytes <<<"$output")" 27
+    api GET "/shell-executions/old1/logs?$owner"
+    assert_equal "$(jq -c '[.chunks[].text]' <<<"$output")" '["héllo ","wörld"]'
+    httpd_stop
+    httpd_start SCIENCE_AGENT_EXECUTION_RETENTION_SECONDS=1
+    gone old1
+    assert_equal "$(store_sql "SELECT count(*) FROM log_chunks")" 0
+}

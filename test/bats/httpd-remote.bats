@@ -295,20 +295,31 @@ sha_of() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
     OBJ="$WORK/data/remote-snapshots/objects"
     run curl -sS "$BASE/health"
     assert_equal "$(jq -c .retention.remoteSnapshots <<<"$output")" '{"keepPerWorkspace":2,"graceSeconds":3600}'
-    put "workspace=k&path=a.txt" v1 && snap k '["a.txt"]' && s1=$snap_id
-    put "workspace=k&path=a.txt&conflict=overwrite" v2 && snap k '["a.txt"]' && s2=$snap_id
-    put "workspace=other&path=b.txt" v1 && snap other null && o1=$snap_id
+    put "workspace=k&path=a.txt" v1
+    snap k '["a.txt"]'
+    s1=$snap_id
+    put "workspace=k&path=a.txt&conflict=overwrite" v2
+    snap k '["a.txt"]'
+    s2=$snap_id
+    put "workspace=other&path=b.txt" v1
+    snap other null
+    o1=$snap_id
     # Leftovers no snapshot names: one past the grace, one within it.
-    printf old > "$OBJ/$(sha_of old)" && touch -d '2 hours ago' "$OBJ/$(sha_of old)"
+    printf old > "$OBJ/$(sha_of old)"
+    touch -d '2 hours ago' "$OBJ/$(sha_of old)"
     printf young > "$OBJ/$(sha_of young)"
-    printf partial > "$OBJ/.incoming-crashed" && touch -d '2 hours ago' "$OBJ/.incoming-crashed"
-    put "workspace=k&path=a.txt&conflict=overwrite" v3 && snap k '["a.txt"]' && s3=$snap_id
+    printf partial > "$OBJ/.incoming-crashed"
+    touch -d '2 hours ago' "$OBJ/.incoming-crashed"
+    put "workspace=k&path=a.txt&conflict=overwrite" v3
+    snap k '["a.txt"]'
+    s3=$snap_id
     # The third snapshot of k asks for a pass: s1 goes, and the old leftovers.
     for _ in $(seq 100); do
         [ -e "$OBJ/$(sha_of old)" ] || [ -e "$OBJ/.incoming-crashed" ] || break
         sleep 0.1
     done
-    [ ! -e "$OBJ/$(sha_of old)" ] && [ ! -e "$OBJ/.incoming-crashed" ]
+    [ ! -e "$OBJ/$(sha_of old)" ]
+    [ ! -e "$OBJ/.incoming-crashed" ]
     [ -e "$OBJ/$(sha_of young)" ]
     [ ! -e "$WORK/data/remote-snapshots/$s1.json" ]
     api GET "/remote-workspace/snapshots/$s1/file?workspace=k&path=a.txt"
@@ -323,10 +334,11 @@ sha_of() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
     httpd_stop
     httpd_start SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP=1 SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS=0
     for _ in $(seq 100); do
-        [ -e "$OBJ/$(sha_of young)" ] && [ -e "$OBJ/$(sha_of v2)" ] || break
+        [ -e "$OBJ/$(sha_of young)" ] || [ -e "$OBJ/$(sha_of v2)" ] || break
         sleep 0.1
     done
-    [ ! -e "$OBJ/$(sha_of young)" ] && [ ! -e "$OBJ/$(sha_of v2)" ]
+    [ ! -e "$OBJ/$(sha_of young)" ]
+    [ ! -e "$OBJ/$(sha_of v2)" ]
     api GET "/remote-workspace/snapshots/$s2/file?workspace=k&path=a.txt"
     assert_equal "$status_code" 400
     api GET "/remote-workspace/snapshots/$s3/file?workspace=k&path=a.txt"
