@@ -155,7 +155,8 @@ static long long prune(struct mark *k, int dir, long long keep)
 	size_t n_kept = 0, rank = 0;
 	if (k->n_sha && !kept)
 		return -1;
-	qsort(k->m, k->n, sizeof(*k->m), by_key_newest);
+	if (k->n)
+		qsort(k->m, k->n, sizeof(*k->m), by_key_newest);
 	for (size_t i = 0; i < k->n; i++) {
 		rank = i && !strcmp(k->m[i].key, k->m[i - 1].key) ? rank + 1 : 0;
 		if (keep && rank >= (size_t)keep) {
@@ -225,7 +226,7 @@ static long long sweep(int dir, const struct mark *k, long long cut, long long g
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
-		if (hex64(name) ? bsearch(name, k->sha, k->n_sha, SHA_LEN, by_sha) != NULL : !leftover(name))
+		if (hex64(name) ? k->n_sha && bsearch(name, k->sha, k->n_sha, SHA_LEN, by_sha) : !leftover(name))
 			continue;
 		removed += sweep_one(objects, name, cut, grace_ms, due);
 	}

@@ -135,12 +135,13 @@ PY
 
 # gone ID: polls (bounded) until the record reads as an unknown one.
 gone() {
-    for _ in $(seq 150); do
+    for _ in $(seq 300); do
         api GET "/shell-executions/$1?$owner"
         [ "$status_code" = 400 ] && return 0
         sleep 0.1
     done
     echo "still there: $1: ${output:0:300}" >&2
+    curl -sS "$BASE/health" | jq -c .retention >&2
     return 1
 }
 
