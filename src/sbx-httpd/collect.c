@@ -24,6 +24,7 @@ struct totals {
 	long long at_ms;             /* the last pass's end (wall clock; 0: none yet) */
 	long long finished_bytes, open_bytes; /* the store's logs and results then */
 	long long records, logs, manifests, objects;
+	long long snapshot_pass_ms;  /* how long the last snapshot pass took */
 };
 static struct totals totals;
 
@@ -82,6 +83,7 @@ static long long snapshots_pass(long long *rest)
 	pthread_mutex_lock(&lock);
 	totals.manifests += done.manifests;
 	totals.objects += done.objects;
+	totals.snapshot_pass_ms = now - start;
 	totals.at_ms = sbx_wall_ms();
 	pthread_mutex_unlock(&lock);
 	if (!done.next_due_ms)
@@ -155,10 +157,11 @@ json_t *collect_health(void)
 	pthread_mutex_unlock(&lock);
 	if (t.at_ms)
 		sbx_iso_time(t.at_ms, at);
-	return json_pack("{s:{s:I,s:I,s:I,s:I},s:{s:I,s:I},s:{s:o,s:I,s:I,s:I,s:I}}", "executions", "maxAgeSeconds",
+	return json_pack("{s:{s:I,s:I,s:I,s:I},s:{s:I,s:I},s:{s:o,s:I,s:I,s:I,s:I,s:I}}", "executions", "maxAgeSeconds",
 			 (json_int_t)c->exec_retention_s, "maxLogBytes", (json_int_t)c->exec_log_max_bytes, "logBytes",
 			 (json_int_t)t.finished_bytes, "runningLogBytes", (json_int_t)t.open_bytes, "remoteSnapshots", "keepPerWorkspace", (json_int_t)c->snapshot_keep,
 			 "graceSeconds", (json_int_t)c->snapshot_grace_s, "collected", "at",
 			 t.at_ms ? json_string(at) : json_null(), "executions", (json_int_t)t.records, "executionLogs",
-			 (json_int_t)t.logs, "snapshots", (json_int_t)t.manifests, "snapshotObjects", (json_int_t)t.objects);
+			 (json_int_t)t.logs, "snapshots", (json_int_t)t.manifests, "snapshotObjects", (json_int_t)t.objects,
+			 "snapshotPassMs", (json_int_t)t.snapshot_pass_ms);
 }
