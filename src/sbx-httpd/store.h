@@ -1,5 +1,6 @@
 /* store.h — managed executions in SQLite (WAL, synchronous=FULL): the
- * records, their ids (used forever), and their log chunks. */
+ * records, their ids (used as long as their record is kept), their log
+ * chunks, and their collection (store_retention.c). */
 #ifndef SBX_HTTPD_STORE_H
 #define SBX_HTTPD_STORE_H
 
