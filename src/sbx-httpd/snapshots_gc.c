@@ -182,6 +182,18 @@ static long long mtime_ms(const struct stat *st)
 	return (long long)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
 }
 
+/* An object set aside goes back to its name; when another copy is there
+ * already (or the filesystem cannot rename without replacing, and a link
+ * can), the aside name goes. A failure leaves it aside, where reads and
+ * the next pass look for it. */
+static void put_back(int objects, const char *aside, const char *name)
+{
+	if (renameat2(objects, aside, objects, name, RENAME_NOREPLACE) == 0)
+		return;
+	if (errno == EEXIST || linkat(objects, aside, objects, name, 0) == 0 || errno == EEXIST)
+		unlinkat(objects, aside, 0);
+}
+
 /* One unreferenced name in objects/: removed when written before cut. An
  * object is first renamed aside, so a snapshot that renames a fresh copy
  * into place meanwhile is the one found aside, and put back. */
@@ -201,11 +213,11 @@ static bool sweep_one(int objects, const char *name, long long cut, long long gr
 	snprintf(aside, sizeof(aside), ".doomed-%s", name);
 	if (renameat(objects, name, objects, aside) != 0)
 		return false;
-	if (fstatat(objects, aside, &st, AT_SYMLINK_NOFOLLOW) == 0 && mtime_ms(&st) >= cut &&
-	    renameat2(objects, aside, objects, name, RENAME_NOREPLACE) == 0)
+	if (fstatat(objects, aside, &st, AT_SYMLINK_NOFOLLOW) == 0 && mtime_ms(&st) >= cut) {
+		put_back(objects, aside, name);
 		return false;
-	unlinkat(objects, aside, 0); /* old, or a copy already back in place */
-	return true;
+	}
+	return unlinkat(objects, aside, 0) == 0;
 }
 
 static bool leftover(const char *name)
@@ -225,10 +237,12 @@ static long long sweep(int dir, const struct mark *k, long long cut, long long g
 	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		const char *name = de->d_name;
-		if (hex64(name) ? k->n_sha && bsearch(name, k->sha, k->n_sha, SHA_LEN, by_sha) : !leftover(name))
-			continue;
-		removed += sweep_one(objects, name, cut, grace_ms, due);
+		const char *name = de->d_name, *sha = !strncmp(name, ".doomed-", 8) ? name + 8 : name;
+		bool named = hex64(sha) && k->n_sha && bsearch(sha, k->sha, k->n_sha, SHA_LEN, by_sha);
+		if (named && sha != name) /* left aside by a pass that could not put it back */
+			put_back(objects, name, sha);
+		else if (!named && (hex64(name) || leftover(name)))
+			removed += sweep_one(objects, name, cut, grace_ms, due);
 	}
 	closedir(d);
 	return removed;

@@ -331,7 +331,9 @@ teardown() { httpd_teardown; }
 
 @test "configuration: a bad value stops startup naming the variable" {
     for bad in "SCIENCE_AGENT_RUNNER_PORT=70000" "SCIENCE_AGENT_EXECUTION_SIGNATURE_MAX_AGE_MS=0" \
-               "SCIENCE_AGENT_MAX_OUTPUT_BYTES=-1" "SCIENCE_AGENT_SANDBOX_PROVIDER=seatbelt"; do
+               "SCIENCE_AGENT_MAX_OUTPUT_BYTES=-1" "SCIENCE_AGENT_SANDBOX_PROVIDER=seatbelt" \
+               "SCIENCE_AGENT_EXECUTION_RETENTION_SECONDS=1w" "SCIENCE_AGENT_EXECUTION_LOG_MAX_BYTES=-5" \
+               "SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP=all" "SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS=99999999999"; do
         run --separate-stderr env "$bad" sbx-httpd
         assert_failure 2
         [[ "$stderr" == *"${bad%%=*}"* ]]
