@@ -26,7 +26,7 @@ teardown() { httpd_teardown; }
     assert_line --partial "cache-control: no-store"
     assert_line --partial "x-content-type-options: nosniff"
     body=$(curl -sS "$BASE/health")
-    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionGid","executionTimeoutMs","executionUid","executionUser","limits","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","supervisorCapabilities","workerConcurrency","workspaceUids"]' ]
+    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionGid","executionTimeoutMs","executionUid","executionUser","limits","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","retention","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","supervisorCapabilities","workerConcurrency","workspaceUids"]' ]
     [ "$(jq -c .sandboxNetwork <<< "$body")" = '{"available":true,"modes":["none","domain-allowlist"]}' ]
     # Every execution's default bounds, and what holds them on this host.
     [ "$(jq -c '.limits | [.memoryBytes, .processes, .openFiles, .shmBytes, .devReadOnly, .maxConnections, .maxRequests]' <<< "$body")" = '[8589934592,4096,4096,67108864,true,4096,512]' ]
