@@ -66,9 +66,10 @@ static bool manifest_name(const char *name)
 	return n == 41 && !strcmp(name + 36, ".json") && strspn(name, "0123456789abcdef-") == 36;
 }
 
+/* *v holds at least need (and always some) elements of size. */
 static bool grow(void **v, size_t *cap, size_t need, size_t size)
 {
-	if (need <= *cap)
+	if (*v && need <= *cap)
 		return true;
 	size_t cap2 = *cap ? *cap * 2 : 64;
 	while (cap2 < need)
