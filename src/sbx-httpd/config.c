@@ -118,6 +118,13 @@ void config_load(struct config *c)
 	c->max_connections = integer("SCIENCE_AGENT_MAX_CONNECTIONS", 4096, 16, 1 << 20, "an integer from 16 to 1048576");
 	c->max_requests = integer("SCIENCE_AGENT_MAX_REQUESTS", 512, 1, 1 << 16, "an integer from 1 to 65536");
 	c->warm_runners = integer("SBX_WARM_RUNNERS", 2, 0, 16, "an integer from 0 to 16");
+	c->exec_retention_s = integer("SCIENCE_AGENT_EXECUTION_RETENTION_SECONDS", 604800, 0, 86400LL * 3650,
+				      "an integer from 0 (no age limit) to 315360000");
+	c->exec_log_max_bytes = integer("SCIENCE_AGENT_EXECUTION_LOG_MAX_BYTES", 4294967296LL, 0, SAFE_INTEGER_MAX,
+					"a non-negative safe integer (0: no cap)");
+	c->snapshot_keep = integer("SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP", 20, 0, 1 << 20, "an integer from 0 (keep all) to 1048576");
+	c->snapshot_grace_s = integer("SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS", 3600, 0, 86400 * 365,
+				      "an integer from 0 to 31536000");
 	c->npu_broker = flag("SCIENCE_AGENT_NPU_BROKER", false);
 	c->scientific_envs = flag("SCIENTIFIC_ENVS", true);
 	if ((v = value("SCIENCE_AGENT_SANDBOX_PROVIDER", buf, sizeof(buf))) && strcmp(v, "auto") != 0 &&

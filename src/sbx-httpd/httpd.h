@@ -36,6 +36,10 @@ struct config {
 	long long max_connections;   /* SCIENCE_AGENT_MAX_CONNECTIONS: open at once; past it a request gets 503 */
 	long long max_requests;      /* SCIENCE_AGENT_MAX_REQUESTS: answered (or queued) at once; past it 503 */
 	long long warm_runners;      /* SBX_WARM_RUNNERS: sbx-run --standby kept ready (0: none) */
+	long long exec_retention_s;  /* SCIENCE_AGENT_EXECUTION_RETENTION_SECONDS: finished managed records kept (0: no age limit) */
+	long long exec_log_max_bytes; /* SCIENCE_AGENT_EXECUTION_LOG_MAX_BYTES: their logs and results in all (0: no cap) */
+	long long snapshot_keep;     /* SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP: remote snapshots kept per workspace key (0: all) */
+	long long snapshot_grace_s;  /* SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS: an unreferenced object younger stays */
 	bool npu_broker;
 	bool scientific_envs;
 };

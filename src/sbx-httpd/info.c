@@ -3,6 +3,7 @@
  * (persistent kernels are rejected, so there are none), and the answers of
  * features this build does not have. */
 #include "httpd.h"
+#include "collect.h"
 #include "../lib/cgroup_limits.h"
 #include "../lib/diag.h"
 #include "../lib/launch_spec.h"
@@ -105,6 +106,7 @@ enum MHD_Result handle_health(struct req *r)
 		"sandbox", "bubblewrap", "sandboxNetwork", network, "scientificEnvs", envs, "seccompBaseline",
 		"multiarch-v1-profile-aware", "status", "ok", "workerConcurrency");
 	json_object_set(body, "limits", default_limits);
+	json_object_set_new(body, "retention", collect_health());
 	/* Extensions: the numeric identity, and the per-workspace uid range. */
 	json_object_set_new(body, "executionUid", json_integer(s->execution_uid));
 	json_object_set_new(body, "executionGid", json_integer(s->execution_gid));

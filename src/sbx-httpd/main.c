@@ -3,6 +3,7 @@
  * and have the required options), the execution store; then it serves.
  * Every execution is an sbx-run child; no sandbox logic lives here. */
 #include "httpd.h"
+#include "collect.h"
 #include "runner.h"
 #include "standby.h"
 #include "../lib/run_as.h"
@@ -306,6 +307,7 @@ int main(int argc, char **argv)
 	struct sbx_error e;
 	if (store_open(s, &e) != 0)
 		sbx_die(&e);
+	collect_start();
 
 	sigset_t mask;
 	sigemptyset(&mask);

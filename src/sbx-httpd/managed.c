@@ -3,6 +3,7 @@
  * as it arrives in chunks of at most 4096 characters cut at UTF-8
  * boundaries, cancelled on request, never replayed after a restart. */
 #include "httpd.h"
+#include "collect.h"
 #include "gate.h"
 #include "request.h"
 #include "store.h"
@@ -175,6 +176,7 @@ static void finish(struct managed_run *m, struct child *c)
 		     !strcmp(state, "completed") ? NULL : (error ? error : (c->diag[0] ? c->diag : NULL)),
 		     version, truncated);
 	json_decref(api);
+	collect_kick(COLLECT_EXECUTIONS); /* its bytes may put the store past its cap */
 }
 
 static void *worker(void *arg)

@@ -3,7 +3,7 @@
  * relative to that fd: listings, reads opened beneath it, uploads published
  * after every check (size and hash, quota) by a link or a rename inside a
  * parent opened without symlinks, and deletes that never follow one. */
-#include "httpd.h"
+#include "snapshots.h"
 #include "../lib/quota.h"
 #include "../lib/remote_path.h"
 #include "../lib/snap_scan.h"
@@ -271,9 +271,6 @@ static enum MHD_Result delete_workspace(struct req *r)
 				      : reply_error(r, 400, "Cannot delete the remote workspace: %s", strerror(errno));
 	return reply_json(r, 200, json_pack("{s:b}", "deleted", 1));
 }
-
-enum MHD_Result remote_snapshot_create(struct req *r);
-enum MHD_Result remote_snapshot_file(struct req *r, const char *id);
 
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id)
 {

@@ -2,7 +2,8 @@
  * 37-38): each selected file copied into a content-addressed object store
  * while hashed, a manifest per snapshot; reads serve only the owning
  * workspace's selected paths, whatever became of the live workspace. */
-#include "httpd.h"
+#include "snapshots.h"
+#include "collect.h"
 #include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
 #include "../lib/beneath.h"
@@ -51,10 +52,12 @@ static int store_object(int in, char sha[SBX_SHA256_HEX_LEN + 1])
 	if (out >= 0)
 		close(out);
 	snprintf(final, sizeof(final), "%s/%s", objects, sha);
-	/* Same bytes, same name: an existing object is kept. */
-	if (rc == 0 && access(final, F_OK) != 0 && rename(tmp, final) != 0)
+	/* Same bytes, same name: an existing object is replaced by this fresh
+	 * copy, which collection spares (snapshots_hold). */
+	if (rc == 0 && rename(tmp, final) != 0)
 		rc = -1;
-	unlink(tmp);
+	if (rc != 0)
+		unlink(tmp);
 	return rc;
 }
 
@@ -88,6 +91,8 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 		json_decref(clean);
 		return reply_error(r, 400, "Cannot read the remote workspace");
 	}
+	struct snapshots_hold hold;
+	snapshots_hold(&hold);
 	json_t *files = json_array();
 	for (size_t i = 0; i < scan.len && ok; i++) {
 		const struct sbx_snap_entry *en = &scan.v[i];
@@ -108,6 +113,7 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 	sbx_snap_scan_free(&scan);
 	json_decref(clean);
 	if (!ok) {
+		snapshots_release(&hold);
 		json_decref(files);
 		return reply_error(r, 400, "Cannot snapshot the remote workspace: a file changed or vanished while it was read");
 	}
@@ -117,12 +123,14 @@ enum MHD_Result remote_snapshot_create(struct req *r)
 	char *text = json_dumps(snap, JSON_COMPACT);
 	store_dir(path, sizeof(path), id);
 	strcat(path, ".json");
-	if (!text || sbx_atomic_write(path, text, strlen(text), 0600, &e) != 0) {
-		free(text);
+	bool written = text && sbx_atomic_write(path, text, strlen(text), 0600, &e) == 0;
+	snapshots_release(&hold);
+	free(text);
+	if (!written) {
 		json_decref(snap);
 		return reply_error(r, 400, "Cannot record the snapshot");
 	}
-	free(text);
+	collect_kick(COLLECT_SNAPSHOTS); /* the key may now hold more than it keeps */
 	return reply_json(r, 201, snap);
 }
 
@@ -156,6 +164,11 @@ enum MHD_Result remote_snapshot_file(struct req *r, const char *id)
 	strcat(path, sha);
 	json_decref(snap);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT) { /* collection has it aside for a moment (snapshots_gc.c) */
+		store_dir(path, sizeof(path), "objects/.doomed-");
+		strcat(path, sha);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	}
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		if (fd >= 0)

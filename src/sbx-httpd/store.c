@@ -16,7 +16,7 @@ static const char schema[] =
 	" id TEXT PRIMARY KEY, session_id TEXT NOT NULL, agent_id TEXT NOT NULL, workspace TEXT NOT NULL,"
 	" state TEXT NOT NULL, queued_at TEXT NOT NULL, started_at TEXT, finished_at TEXT,"
 	" result TEXT, error TEXT, version TEXT, log_truncated INTEGER NOT NULL DEFAULT 0,"
-	" next_cursor INTEGER NOT NULL DEFAULT 1);"
+	" next_cursor INTEGER NOT NULL DEFAULT 1, log_bytes INTEGER, result_bytes INTEGER);"
 	"CREATE TABLE IF NOT EXISTS log_chunks ("
 	" execution_id TEXT NOT NULL, cursor INTEGER NOT NULL, stream TEXT NOT NULL, text TEXT NOT NULL,"
 	" PRIMARY KEY (execution_id, cursor)) WITHOUT ROWID;"
@@ -25,6 +25,44 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS execution_results (id TEXT PRIMARY KEY, result TEXT NOT NULL);";
 
 #define DB (g_server.db)
+
+/* Bytes of every record's log chunks and result (the retention's measure):
+ * written under db_lock, read anywhere. */
+static long long g_log_bytes;
+
+long long store_log_bytes(void)
+{
+	return __atomic_load_n(&g_log_bytes, __ATOMIC_RELAXED);
+}
+
+void store_log_bytes_add(long long delta)
+{
+	__atomic_add_fetch(&g_log_bytes, delta, __ATOMIC_RELAXED);
+}
+
+/* A store an older sbx-httpd made gets the byte columns, worked out once
+ * from what it holds; then the indexes collection walks in finished order. */
+static int migrate(sqlite3 *db)
+{
+	sqlite3_stmt *probe = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT log_bytes, result_bytes FROM executions LIMIT 0", -1, &probe, NULL) != SQLITE_OK &&
+	    sqlite3_exec(db, "ALTER TABLE executions ADD COLUMN log_bytes INTEGER;"
+			     "ALTER TABLE executions ADD COLUMN result_bytes INTEGER;", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_finalize(probe);
+	return sqlite3_exec(db,
+			    "UPDATE executions SET log_bytes = (SELECT COALESCE(SUM(length(CAST(c.text AS BLOB))), 0)"
+			    " FROM log_chunks c WHERE c.execution_id = executions.id) WHERE log_bytes IS NULL;"
+			    "UPDATE executions SET result_bytes = COALESCE((SELECT length(CAST(r.result AS BLOB))"
+			    " FROM execution_results r WHERE r.id = executions.id), length(CAST(result AS BLOB)), 0)"
+			    " WHERE result_bytes IS NULL;"
+			    "CREATE INDEX IF NOT EXISTS executions_finished ON executions(finished_at)"
+			    " WHERE finished_at IS NOT NULL;"
+			    "CREATE INDEX IF NOT EXISTS executions_with_logs ON executions(finished_at)"
+			    " WHERE finished_at IS NOT NULL AND log_bytes > 0;"
+			    "CREATE INDEX IF NOT EXISTS executions_open ON executions(queued_at) WHERE finished_at IS NULL;",
+			    NULL, NULL, NULL);
+}
 
 int store_open(struct server *s, struct sbx_error *e)
 {
@@ -43,14 +81,18 @@ int store_open(struct server *s, struct sbx_error *e)
 	sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
+	if (rc != SQLITE_DONE || migrate(s->db) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "SELECT COALESCE(SUM(log_bytes + result_bytes), 0) FROM executions", -1, &st, NULL) !=
+		    SQLITE_OK) {
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "store", "%s: %s", path, sqlite3_errmsg(s->db));
 		return -1;
 	}
+	g_log_bytes = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
 	return 0;
 }
 
-static sqlite3_stmt *prepare(const char *sql)
+sqlite3_stmt *store_prepare(const char *sql)
 {
 	sqlite3_stmt *st = NULL;
 	sqlite3_prepare_v2(DB, sql, -1, &st, NULL);
@@ -60,8 +102,8 @@ static sqlite3_stmt *prepare(const char *sql)
 int store_insert(const char *id, const char *session, const char *agent, const char *workspace,
 		 const char *queued_at)
 {
-	sqlite3_stmt *st = prepare("INSERT INTO executions (id, session_id, agent_id, workspace, state, queued_at) "
-				   "VALUES (?1, ?2, ?3, ?4, 'queued', ?5)");
+	sqlite3_stmt *st = store_prepare("INSERT INTO executions (id, session_id, agent_id, workspace, state, queued_at,"
+				   " log_bytes, result_bytes) VALUES (?1, ?2, ?3, ?4, 'queued', ?5, 0, 0)");
 	if (!st)
 		return -1;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -92,18 +134,25 @@ void store_update(const char *id, const char *state, const char *started_at, con
 	pthread_mutex_lock(&g_server.db_lock);
 	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	int rc = SQLITE_DONE;
+	long long result_bytes = result_text ? (long long)strlen(result_text) : -1, was = 0;
 	if (result) {
-		sqlite3_stmt *res = prepare("INSERT OR REPLACE INTO execution_results (id, result) VALUES (?1, ?2)");
+		sqlite3_stmt *old = store_prepare("SELECT result_bytes FROM executions WHERE id=?1");
+		sqlite3_bind_text(old, 1, id, -1, SQLITE_TRANSIENT);
+		if (old && sqlite3_step(old) == SQLITE_ROW)
+			was = sqlite3_column_int64(old, 0);
+		sqlite3_finalize(old);
+		sqlite3_stmt *res = store_prepare("INSERT OR REPLACE INTO execution_results (id, result) VALUES (?1, ?2)");
 		sqlite3_bind_text(res, 1, id, -1, SQLITE_TRANSIENT);
 		if (result_text)
 			sqlite3_bind_text(res, 2, result_text, -1, SQLITE_STATIC);
 		rc = res ? sqlite3_step(res) : SQLITE_ERROR;
 		sqlite3_finalize(res);
 	}
-	sqlite3_stmt *st = rc == SQLITE_DONE ? prepare("UPDATE executions SET state=?2, started_at=COALESCE(?3, started_at),"
+	sqlite3_stmt *st = rc == SQLITE_DONE ? store_prepare("UPDATE executions SET state=?2, started_at=COALESCE(?3, started_at),"
 						       " finished_at=COALESCE(?4, finished_at),"
 						       " error=COALESCE(?5, error), version=COALESCE(?6, version),"
-						       " log_truncated=MAX(log_truncated, ?7) WHERE id=?1")
+						       " log_truncated=MAX(log_truncated, ?7),"
+						       " result_bytes=COALESCE(?8, result_bytes) WHERE id=?1")
 					     : NULL;
 	if (st) {
 		sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -113,6 +162,8 @@ void store_update(const char *id, const char *state, const char *started_at, con
 		sqlite3_bind_text(st, 5, error, -1, SQLITE_TRANSIENT);
 		bind_json(st, 6, version);
 		sqlite3_bind_int(st, 7, log_truncated);
+		if (result_bytes >= 0)
+			sqlite3_bind_int64(st, 8, result_bytes);
 		rc = sqlite3_step(st);
 		sqlite3_finalize(st);
 	} else {
@@ -121,6 +172,8 @@ void store_update(const char *id, const char *state, const char *started_at, con
 	if (rc != SQLITE_DONE) /* the record keeps its last state: said, never silent */
 		sbx_diag("error", "store-write", NULL, "execution %s: %s", id, sqlite3_errmsg(DB));
 	sqlite3_exec(DB, rc == SQLITE_DONE ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+	if (rc == SQLITE_DONE && result_bytes >= 0)
+		store_log_bytes_add(result_bytes - was);
 	pthread_mutex_unlock(&g_server.db_lock);
 	free(result_text);
 }
@@ -142,7 +195,7 @@ static void set_json(json_t *o, const char *key, sqlite3_stmt *st, int col)
 
 json_t *store_get(const char *id, const char *session, const char *agent, bool with_result)
 {
-	sqlite3_stmt *st = prepare("SELECT id, session_id, agent_id, state, queued_at, started_at, finished_at,"
+	sqlite3_stmt *st = store_prepare("SELECT id, session_id, agent_id, state, queued_at, started_at, finished_at,"
 				   " CASE WHEN ?4 THEN COALESCE((SELECT r.result FROM execution_results r"
 				   " WHERE r.id = executions.id), result) END,"
 				   " error, version, log_truncated FROM executions"
@@ -177,28 +230,33 @@ void store_append_logs(const char *id, const char *stream, const char *text, con
 {
 	pthread_mutex_lock(&g_server.db_lock);
 	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	sqlite3_stmt *st = prepare("INSERT INTO log_chunks (execution_id, cursor, stream, text)"
+	sqlite3_stmt *st = store_prepare("INSERT INTO log_chunks (execution_id, cursor, stream, text)"
 				   " SELECT ?1, next_cursor, ?2, ?3 FROM executions WHERE id=?1");
-	sqlite3_stmt *bump = prepare("UPDATE executions SET next_cursor = next_cursor + 1 WHERE id=?1");
+	sqlite3_stmt *bump = store_prepare("UPDATE executions SET next_cursor = next_cursor + 1, log_bytes = log_bytes + ?2"
+				     " WHERE id=?1");
+	long long added = 0;
 	for (size_t i = 0, start = 0; st && bump && i < n; start = ends[i++]) {
 		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, stream, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, text + start, (int)(ends[i] - start), SQLITE_STATIC);
+		bool stored = sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(DB) == 1;
 		sqlite3_bind_text(bump, 1, id, -1, SQLITE_STATIC);
-		sqlite3_step(st);
+		sqlite3_bind_int64(bump, 2, stored ? (long long)(ends[i] - start) : 0);
+		added += stored ? (long long)(ends[i] - start) : 0;
 		sqlite3_step(bump);
 		sqlite3_reset(st);
 		sqlite3_reset(bump);
 	}
 	sqlite3_finalize(st);
 	sqlite3_finalize(bump);
-	sqlite3_exec(DB, "COMMIT", NULL, NULL, NULL);
+	if (sqlite3_exec(DB, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		store_log_bytes_add(added);
 	pthread_mutex_unlock(&g_server.db_lock);
 }
 
 json_t *store_logs(const char *id, long long cursor, long long *next, bool *more)
 {
-	sqlite3_stmt *st = prepare("SELECT cursor, stream, text FROM log_chunks WHERE execution_id=?1 AND cursor>?2"
+	sqlite3_stmt *st = store_prepare("SELECT cursor, stream, text FROM log_chunks WHERE execution_id=?1 AND cursor>?2"
 				   " ORDER BY cursor LIMIT 5");
 	json_t *chunks = json_array();
 	*next = cursor;

@@ -1,5 +1,6 @@
 /* store.h — managed executions in SQLite (WAL, synchronous=FULL): the
- * records, their ids (used forever), and their log chunks. */
+ * records, their ids (used as long as their record is kept), their log
+ * chunks, and their collection (store_retention.c). */
 #ifndef SBX_HTTPD_STORE_H
 #define SBX_HTTPD_STORE_H
 
@@ -27,5 +28,27 @@ json_t *store_get(const char *id, const char *session, const char *agent, bool w
 void store_append_logs(const char *id, const char *stream, const char *text, const size_t *ends, size_t n);
 /* Up to 4 chunks after cursor; *more when others follow them. */
 json_t *store_logs(const char *id, long long cursor, long long *next, bool *more);
+
+/* Bytes of every record's log chunks and result, as committed. */
+long long store_log_bytes(void);
+void store_log_bytes_add(long long delta);
+sqlite3_stmt *store_prepare(const char *sql);
+
+/* store_retention.c: what may be collected, and what a pass collected. */
+struct store_retention {
+	long long max_age_ms;        /* a finished record older goes (0: no age limit) */
+	long long max_bytes;         /* finished records' bytes past it: the oldest logs go, then records (0: no cap) */
+	long long replay_guard_ms;   /* a record queued (or, for the cap, finished) more recently stays */
+};
+struct store_collected {
+	long long records;           /* records removed with their logs and results */
+	long long logs;              /* records whose logs alone were removed */
+};
+/* One bounded step (at most STORE_CHUNKS_PER_STEP chunks, one transaction):
+ * 1 when it removed something and more may be due, 0 when nothing is. A
+ * queued or running record is never touched. */
+int store_collect_step(const struct store_retention *r, long long now_ms, struct store_collected *out);
+/* Bytes of the records still queued or running (never collected). */
+long long store_open_bytes(void);
 
 #endif

@@ -279,3 +279,110 @@ open("f", "w").write("bottom\n")' "$dir"
     [ ! -e "$dir" ]
     [ ! -e "$WORK/data/workspace-uids/$uid" ]
 }
+
+# snap KEY PATHS-JSON: a snapshot of KEY; its id in $snap_id.
+snap() {
+    api POST /remote-workspace/snapshots --data-binary "{\"workspace\":\"$1\",\"paths\":$2}"
+    assert_equal "$status_code" 201
+    snap_id=$(jq_out .id)
+}
+
+sha_of() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
+
+@test "snapshot collection: the newest per key stay, unreferenced objects go after the grace, referenced ones stay" {
+    httpd_stop
+    httpd_start SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP=2
+    OBJ="$WORK/data/remote-snapshots/objects"
+    run curl -sS "$BASE/health"
+    assert_equal "$(jq -c .retention.remoteSnapshots <<<"$output")" '{"keepPerWorkspace":2,"graceSeconds":3600}'
+    put "workspace=k&path=a.txt" v1
+    snap k '["a.txt"]'
+    s1=$snap_id
+    put "workspace=k&path=a.txt&conflict=overwrite" v2
+    snap k '["a.txt"]'
+    s2=$snap_id
+    put "workspace=other&path=b.txt" v1
+    snap other null
+    o1=$snap_id
+    # Leftovers no snapshot names: one past the grace, one within it.
+    printf old > "$OBJ/$(sha_of old)"
+    touch -d '2 hours ago' "$OBJ/$(sha_of old)"
+    printf young > "$OBJ/$(sha_of young)"
+    printf partial > "$OBJ/.incoming-crashed"
+    touch -d '2 hours ago' "$OBJ/.incoming-crashed"
+    put "workspace=k&path=a.txt&conflict=overwrite" v3
+    snap k '["a.txt"]'
+    s3=$snap_id
+    # The third snapshot of k asks for a pass: s1 goes, and the old leftovers.
+    for _ in $(seq 100); do
+        [ -e "$OBJ/$(sha_of old)" ] || [ -e "$OBJ/.incoming-crashed" ] || break
+        sleep 0.1
+    done
+    [ ! -e "$OBJ/$(sha_of old)" ]
+    [ ! -e "$OBJ/.incoming-crashed" ]
+    [ -e "$OBJ/$(sha_of young)" ]
+    [ ! -e "$WORK/data/remote-snapshots/$s1.json" ]
+    api GET "/remote-workspace/snapshots/$s1/file?workspace=k&path=a.txt"
+    assert_equal "$status_code $(jq_out .error)" "400 Remote workspace snapshot not found"
+    # v1 is still named by other's snapshot; v2 and v3 by k's two.
+    api GET "/remote-workspace/snapshots/$o1/file?workspace=other&path=b.txt"
+    assert_equal "$status_code $output" "200 v1"
+    api GET "/remote-workspace/snapshots/$s2/file?workspace=k&path=a.txt"
+    assert_equal "$status_code $output" "200 v2"
+    # Without a grace the young leftover goes too, once a second has
+    # passed (file times are coarse); every kept snapshot still reads.
+    httpd_stop
+    httpd_start SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP=1 SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS=0
+    for _ in $(seq 100); do
+        [ -e "$OBJ/$(sha_of young)" ] || [ -e "$OBJ/$(sha_of v2)" ] || break
+        sleep 0.1
+    done
+    [ ! -e "$OBJ/$(sha_of young)" ]
+    [ ! -e "$OBJ/$(sha_of v2)" ]
+    api GET "/remote-workspace/snapshots/$s2/file?workspace=k&path=a.txt"
+    assert_equal "$status_code" 400
+    api GET "/remote-workspace/snapshots/$s3/file?workspace=k&path=a.txt"
+    assert_equal "$status_code $output" "200 v3"
+    api GET "/remote-workspace/snapshots/$o1/file?workspace=other&path=b.txt"
+    assert_equal "$status_code $output" "200 v1"
+    assert_equal "$(ls "$OBJ" | sort | tr '\n' ' ')" "$(printf '%s\n' "$(sha_of v1)" "$(sha_of v3)" | sort | tr '\n' ' ')"
+    run curl -sS "$BASE/health"
+    [ "$(jq .retention.collected.snapshotObjects <<<"$output")" -ge 2 ]
+}
+
+@test "snapshot collection races snapshots of the same bytes: every snapshot reads back whole" {
+    httpd_stop
+    httpd_start SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP=1 SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS=0
+    # Two keys take turns with the same two contents: each new snapshot
+    # drops its key's last, so an object is unreferenced from one key
+    # while the other's newest snapshot is being made with it.
+    pids=()
+    for key in ka kb; do
+        (
+            for i in $(seq 40); do
+                c=$((i % 2))
+                curl -sf -X PUT -H "authorization: Bearer $TOKEN" --data-binary "content-$c" \
+                    "$BASE/remote-workspace/file?workspace=$key&path=f&conflict=overwrite" > /dev/null || exit 1
+                id=$(curl -sf -X POST -H "authorization: Bearer $TOKEN" \
+                    --data-binary "{\"workspace\":\"$key\",\"paths\":[\"f\"]}" "$BASE/remote-workspace/snapshots" | jq -r .id)
+                got=$(curl -sS -H "authorization: Bearer $TOKEN" "$BASE/remote-workspace/snapshots/$id/file?workspace=$key&path=f")
+                [ "$got" = "content-$c" ] || { echo "$key $i: $got" >&2; exit 1; }
+                echo "$id" > "$WORK/last-$key"
+            done
+        ) 2>>"$WORK/race.err" &
+        pids+=($!)
+    done
+    wait "${pids[0]}" && wait "${pids[1]}" || fail "a snapshot did not read back: $(cat "$WORK/race.err")"
+    # Both keys' last snapshots hold content-0: content-1 goes, they read.
+    OBJ="$WORK/data/remote-snapshots/objects"
+    for _ in $(seq 100); do
+        [ "$(ls -A "$OBJ")" = "$(sha_of content-0)" ] && break
+        sleep 0.1
+    done
+    assert_equal "$(ls -A "$OBJ")" "$(sha_of content-0)"
+    assert_equal "$(ls "$WORK/data/remote-snapshots" | grep -c '\.json$')" 2
+    for key in ka kb; do
+        api GET "/remote-workspace/snapshots/$(cat "$WORK/last-$key")/file?workspace=$key&path=f"
+        assert_equal "$status_code $output" "200 content-0"
+    done
+}

@@ -26,7 +26,7 @@ teardown() { httpd_teardown; }
     assert_line --partial "cache-control: no-store"
     assert_line --partial "x-content-type-options: nosniff"
     body=$(curl -sS "$BASE/health")
-    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionGid","executionTimeoutMs","executionUid","executionUser","limits","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","supervisorCapabilities","workerConcurrency","workspaceUids"]' ]
+    [ "$(jq -c 'keys' <<< "$body")" = '["cgroupDelegated","cgroupMode","cgroupRoot","executionAuth","executionGid","executionTimeoutMs","executionUid","executionUser","limits","maxFileBytes","maxOutputBytes","maxWorkspaceBytes","networkPolicy","noNewPrivileges","npuBroker","platform","retention","runnerVersion","sandbox","sandboxNetwork","scientificEnvs","seccompBaseline","status","supervisorCapabilities","workerConcurrency","workspaceUids"]' ]
     [ "$(jq -c .sandboxNetwork <<< "$body")" = '{"available":true,"modes":["none","domain-allowlist"]}' ]
     # Every execution's default bounds, and what holds them on this host.
     [ "$(jq -c '.limits | [.memoryBytes, .processes, .openFiles, .shmBytes, .devReadOnly, .maxConnections, .maxRequests]' <<< "$body")" = '[8589934592,4096,4096,67108864,true,4096,512]' ]
@@ -336,7 +336,9 @@ teardown() { httpd_teardown; }
 
 @test "configuration: a bad value stops startup naming the variable" {
     for bad in "SCIENCE_AGENT_RUNNER_PORT=70000" "SCIENCE_AGENT_EXECUTION_SIGNATURE_MAX_AGE_MS=0" \
-               "SCIENCE_AGENT_MAX_OUTPUT_BYTES=-1" "SCIENCE_AGENT_SANDBOX_PROVIDER=seatbelt"; do
+               "SCIENCE_AGENT_MAX_OUTPUT_BYTES=-1" "SCIENCE_AGENT_SANDBOX_PROVIDER=seatbelt" \
+               "SCIENCE_AGENT_EXECUTION_RETENTION_SECONDS=1w" "SCIENCE_AGENT_EXECUTION_LOG_MAX_BYTES=-5" \
+               "SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP=all" "SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS=99999999999"; do
         run --separate-stderr env "$bad" sbx-httpd
         assert_failure 2
         [[ "$stderr" == *"${bad%%=*}"* ]]
