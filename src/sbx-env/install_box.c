@@ -119,6 +119,8 @@ static void add_url_host(json_t *hosts, const char *url)
 static json_t *call_hosts(const struct envctx *c, const char *const *argv, json_t *read_only)
 {
 	json_t *hosts = json_array();
+	if (!argv[0])
+		return hosts;
 	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	bool mamba = !strcmp(argv[0], c->provisioner);
 	if (mamba && !has_arg(argv, "--offline") && argv[1] && argv[2] &&

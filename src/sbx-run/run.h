@@ -46,30 +46,16 @@ struct run {
 	char store[PATH_MAX];     /* "" : no snapshot */
 	struct sbx_snap_pin pin;  /* what this run stored that no ref reaches yet */
 	uint64_t max_manifest;    /* --max-manifest-bytes */
-	unsigned keep_versions;   /* --keep-versions: the store's retention */
 	long gc_interval_s;       /* --gc-interval-s; -1: --no-gc */
 	char launch[PATH_MAX];
 	char egress_dir[PATH_MAX];  /* gateways by revision: <data dir>/eg */
-	int egress_idle_s;          /* a gateway nobody uses exits after this */
-	int egress_lock_fd;         /* shared: our gateway stays while we run */
 #define RUN_MAX_RESOLVE 16
 	const char *egress_resolve[RUN_MAX_RESOLVE]; /* --resolve for a gateway we start */
-	int n_egress_resolve;
-	int grace_ms;
-	int reserve_ms;            /* SIGTERM this long before the platform deadline */
 	long long platform_deadline_ms; /* the platform kills the job this long after start (0: none) */
-	bool stopped_for_platform; /* the platform deadline, not timeoutMs, ended the run */
-	bool dev_mode;             /* not started as root: no uid separation */
-	bool have_dac_override;    /* given: raised to make the cgroups */
-	bool dac_override_held;    /* effective for the run: stands in for a missing dac_read_search */
 	json_t *missing_caps;      /* [{capability, lost}] the run goes on without (capabilities.c) */
-	bool output_by_reference;  /* results name the stream files, never carry their text */
-	bool transient;            /* the caller takes the finished event: no result.json, no launch-spec.json */
 	struct sbx_signer signer;
 	struct worker worker;
 	json_t *outputs;           /* the outputs manifest */
-	int signal_fd;
-	int lease_fd;
 	json_t *provenance;        /* sbx-launch --dry-run: argv, env, cwd, ... */
 	struct sbx_snap_scan before, after;
 	struct sbx_output out;
@@ -79,19 +65,34 @@ struct run {
 	struct sbx_error held_error;  /* why the cgroups or the hold failed (exit_code 0: they did not) */
 	long long started_at_ms, finished_at_ms;
 	long long started_mono_ms; /* sbx_mono_ms() when sbx-run started: a platform deadline counts from it */
-	int wait_status;
-	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
 	uint64_t quota_bytes;   /* the workspace's charged bytes at the last check */
 	char quota_why[512];    /* which workspace limit was crossed (quota_hit) */
 	long setid_cleared;     /* set-uid/set-gid bits cleared after the run */
 	long long workload_uid; /* the workspace's own uid (SBX_UID_RANGE), -1: the shared or caller's */
 	long too_deep_removed;  /* directories past SBX_WORKSPACE_MAX_DEPTH, removed after the run */
-	bool too_deep;          /* the workspace nested deeper than that during the run */
 	json_t *snapshot;          /* the sbx-snap receipt, or null */
 	char error[1024];          /* the failure's message, "" when none */
 	struct run_job *job;       /* job mode (--bootstrap, MAPI_BOOTSTRAP_URL), else NULL */
-	bool keep_scratch;         /* job mode: the execution directory stays */
+	/* The 4-byte and 1-byte members last, together (no padding between). */
+	unsigned keep_versions;   /* --keep-versions: the store's retention */
+	int egress_idle_s;          /* a gateway nobody uses exits after this */
+	int egress_lock_fd;         /* shared: our gateway stays while we run */
+	int n_egress_resolve;
+	int grace_ms;
+	int reserve_ms;            /* SIGTERM this long before the platform deadline */
+	int signal_fd;
+	int lease_fd;
+	int wait_status;
 	int exit_code;             /* sbx-run's own status */
+	bool stopped_for_platform; /* the platform deadline, not timeoutMs, ended the run */
+	bool dev_mode;             /* not started as root: no uid separation */
+	bool have_dac_override;    /* given: raised to make the cgroups */
+	bool dac_override_held;    /* effective for the run: stands in for a missing dac_read_search */
+	bool output_by_reference;  /* results name the stream files, never carry their text */
+	bool transient;            /* the caller takes the finished event: no result.json, no launch-spec.json */
+	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
+	bool too_deep;          /* the workspace nested deeper than that during the run */
+	bool keep_scratch;         /* job mode: the execution directory stays */
 };
 
 /* supervise.c: feeds the code, captures output, enforces deadline, quota
