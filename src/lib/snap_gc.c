@@ -136,23 +136,7 @@ static void sweep_dir(struct sweep *s, int top, const char *sub)
 
 static int open_gc_lock(const char *store, bool wait, struct sbx_error *e)
 {
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/gc.lock", store) >= (int)sizeof(path)) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "store path too long");
-		return -1;
-	}
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "store-unusable", "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	while (flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
-		if (errno != EINTR || !wait) {
-			close(fd);
-			return -1;
-		}
-	}
-	return fd;
+	return sbx_snap_lockfile(store, "gc.lock", wait ? LOCK_EX : LOCK_EX | LOCK_NB, e);
 }
 
 int sbx_snap_gc_claim(const char *store, unsigned interval_s)

@@ -45,10 +45,10 @@ int sbx_snap_object_path(const char *store, const char *digest, char *out, size_
 	return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
-int sbx_snap_lock(const char *store, bool exclusive, struct sbx_error *e)
+int sbx_snap_lockfile(const char *store, const char *name, int how, struct sbx_error *e)
 {
 	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/lock", store) >= (int)sizeof(path)) {
+	if (snprintf(path, sizeof(path), "%s/%s", store, name) >= (int)sizeof(path)) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "store path too long");
 		return -1;
 	}
@@ -57,14 +57,19 @@ int sbx_snap_lock(const char *store, bool exclusive, struct sbx_error *e)
 		sbx_error_set(e, SBX_EXIT_USAGE, "store-unusable", "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
-		if (errno != EINTR) {
+	while (flock(fd, how) != 0) {
+		if (errno != EINTR || (how & LOCK_NB)) {
 			sbx_error_set(e, SBX_EXIT_INTERNAL, "store-unusable", "%s: flock: %s", path, strerror(errno));
 			close(fd);
 			return -1;
 		}
 	}
 	return fd;
+}
+
+int sbx_snap_lock(const char *store, bool exclusive, struct sbx_error *e)
+{
+	return sbx_snap_lockfile(store, "lock", exclusive ? LOCK_EX : LOCK_SH, e);
 }
 
 int sbx_snap_resolve(const char *store, const char *what, char digest[72], struct sbx_error *e)

@@ -99,6 +99,9 @@ bool sbx_snap_valid_digest(const char *digest);
 int sbx_snap_object_path(const char *store, const char *digest, char *out, size_t size);
 /* Opens <store>/lock and flocks it (exclusive for gc); -1 on failure. */
 int sbx_snap_lock(const char *store, bool exclusive, struct sbx_error *e);
+/* <store>/<name> opened (created 0600, never through a symlink) and
+ * flock'd as `how` says (LOCK_EX, LOCK_SH, | LOCK_NB); the fd, or -1 and e. */
+int sbx_snap_lockfile(const char *store, const char *name, int how, struct sbx_error *e);
 /* The store's directories, made when missing. */
 int sbx_snap_prepare(const char *store, struct sbx_error *e);
 /* Moves a finished temp file to its object path; an object already there

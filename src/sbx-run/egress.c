@@ -15,14 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
-#include <sys/prctl.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 10000
@@ -92,34 +88,12 @@ static int start_gateway(struct run *r, const char *base, const char *owner, str
 		free(env);
 		return unavailable(e, "%s", strerror(errno ? errno : ENOMEM));
 	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* The middle process exits at once: the gateway is nobody's child. */
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		int errfd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (null < 0 || errfd < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(errfd, 2) < 0 ||
-		    dup2(ready[1], 3) != 3)
-			_exit(SBX_EXIT_INTERNAL);
-		syscall(SYS_close_range, 4u, ~0u, 0u);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* dac_override, held where it stands in for dac_read_search, is
-		 * sbx-run's and sbx-launch's walks' only: not the gateway's. */
-		(void)prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0);
-		execve(egress, (char *const *)argv, env);
-		_exit(SBX_EXIT_INTERNAL);
-	}
+	int detached = run_detach(argv, env, err, ready[1], false);
 	close(ready[1]);
 	free(env);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
 	char buf[16] = "";
 	struct pollfd p = { .fd = ready[0], .events = POLLIN };
-	ssize_t n = pid > 0 && poll(&p, 1, READY_TIMEOUT_MS) == 1 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
+	ssize_t n = detached == 0 && poll(&p, 1, READY_TIMEOUT_MS) == 1 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
 	close(ready[0]);
 	if (n >= 6 && !strncmp(buf, "ready\n", 6))
 		return 0;

@@ -186,4 +186,9 @@ void run_stage(struct run *r);
 int run_take_stage(struct run *r, struct sbx_error *e);
 void run_unstage(struct run *r);
 
+/* detach.c: starts argv (argv[0] a path) in its own session, reparented
+ * to init, fd 3 a copy of fd3, stderr appended to err_path, without
+ * dac_override; idle: nice 19 and idle I/O. 0 once it is on its way. */
+int run_detach(const char *const *argv, char *const *envp, const char *err_path, int fd3, bool idle);
+
 #endif

@@ -10,17 +10,9 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
-#include <linux/capability.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#define IOPRIO_WHO_PROCESS 1
-#define IOPRIO_IDLE (3 << 13) /* class idle, level 0 */
 
 void run_store_defaults(struct run *r)
 {
@@ -65,31 +57,7 @@ void run_collect_store(struct run *r)
 	snprintf(err, sizeof(err), "%s/gc.err", r->store);
 	const char *argv[] = { snap, "gc", "--store", r->store, "--keep", keep, "--lock-fd", "3", NULL };
 	char *const envp[] = { NULL };
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* The middle process exits at once: the collection is nobody's child. */
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		int errfd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		int held = fcntl(lock, F_DUPFD_CLOEXEC, 10);
-		if (null < 0 || errfd < 0 || held < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(errfd, 2) < 0 ||
-		    dup2(held, 3) != 3)
-			_exit(SBX_EXIT_INTERNAL);
-		syscall(SYS_close_range, 4u, ~0u, 0u);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		setpriority(PRIO_PROCESS, 0, 19);
-		syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_IDLE);
-		/* It reads and removes the store's files, which it owns. */
-		(void)prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0);
-		execve(snap, (char *const *)argv, envp);
-		_exit(SBX_EXIT_INTERNAL);
-	}
+	/* Niced, idle I/O; it reads and removes the store's files, which it owns. */
+	(void)run_detach(argv, envp, err, lock, true);
 	close(lock);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
 }
