@@ -185,3 +185,32 @@ no_token() {
     kill -9 "$installer"
     wait "$client" || true
 }
+
+@test "a workspace wheel whose .pth runs, installed through the API: only in the install sandbox, as the install user" {
+    wait_ready
+    api POST /environments --data-binary '{"name":"Wheels","language":"python"}'
+    id=$(jq -r .id <<< "$output")
+    api POST "/environments/$id/install" --data-binary '{"packages":["pip"],"manager":"conda"}'
+    [ "$status_code" = 201 ]
+    mkdir -p "$PROJECT/dist"
+    python3 - "$PROJECT/dist/evil-1.0-py3-none-any.whl" "$WORK/host-marker" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("evil.pth", "import os, sys; open(os.path.join(sys.prefix, 'pth-uid'), 'w').write(str(os.getuid()))\n"
+               "import os, sys; open(os.path.join(sys.prefix, 'pth-token'), 'w').write(os.environ.get('SCIENCE_AGENT_RUNNER_TOKEN', 'none'))\n"
+               "import os; open(%r, 'w')\n" % sys.argv[2])
+    z.writestr("evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n")
+PY
+    api POST "/environments/$id/install" --data-binary "$(jq -cn --arg ws "$PROJECT" \
+        '{packages: ["dist/evil-1.0-py3-none-any.whl"], manager: "pip", workspaceRoot: $ws}')"
+    [ "$status_code" = 201 ] || fail "install: $status_code $output"
+    prefix=$(sbx-env resolve --revision "$(jq -r .id <<< "$output")" --language python | jq -r .prefix)
+    # The .pth ran (the inventory started the prefix's Python), as the install user, without the token.
+    uid=$(cat "$prefix/pth-uid")
+    [ "$uid" -ne 0 ] || fail "the .pth ran as root"
+    [ "$(id -u)" -ne 0 ] || [ "$uid" != "$(id -u)" ]
+    assert_equal "$(cat "$prefix/pth-token")" none
+    [ ! -e "$WORK/host-marker" ]
+    # The prefix is root's again: an execution cannot change it, nor can the install user later.
+    [ "$(id -u)" -ne 0 ] || assert_equal "$(find "$prefix" ! -uid 0 | head -n 3)" ""
+}
