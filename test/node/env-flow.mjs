@@ -3,7 +3,7 @@
 // local wheel uploaded into a runner-side workspace key, and installed from
 // that key (runnerWorkspaceKey wins over workspaceRoot).
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -46,6 +46,7 @@ const key = `client/${Date.now()}`;
 const path = "dist/client_wheel-2.0-py3-none-any.whl";
 const up = await call("PUT", `/remote-workspace/file?workspace=${encodeURIComponent(key)}&path=${encodeURIComponent(path)}`,
   { raw: readFileSync(wheel) });
+rmSync(wheel, { force: true }); // the test leaves nothing behind
 check(up.status === 201, `the wheel is uploaded into the key (${up.status})`);
 const install = await call("POST", `/environments/${env.json.id}/install`, {
   json: { manager: "pip", packages: [path], runnerWorkspaceKey: key, workspaceRoot: workspace } });
