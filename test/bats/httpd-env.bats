@@ -175,7 +175,7 @@ no_token() {
     env_pid=$(pgrep -f "sbx-env install .*$id" | head -n 1)
     installer=$(pgrep -f "^python3 .*fake-micromamba --no-rc install .*$id" | head -n 1)
     bwrap_pid=$(pgrep -f "bwrap .*fake-micromamba --no-rc install .*$id" | head -n 1)
-    env_gw=$(pgrep -P "$env_pid" -f "sbx-egress gateway --socket /tmp/sbx-env-gw" | head -n 1)
+    env_gw=$(pgrep -P "$env_pid" -f "sbx-egress gateway --socket $WORK/data/scientific-envs/tmp/gw-" | head -n 1)
     [ -n "$env_pid" ] && [ -n "$installer" ] && [ -n "$bwrap_pid" ] && [ -n "$env_gw" ]
     for p in "$env_pid:sbx-env" "$env_gw:the install gateway" "$bwrap_pid:bwrap" "$installer:the installer"; do
         no_token "${p%%:*}" "${p#*:}"
