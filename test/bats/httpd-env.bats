@@ -143,8 +143,15 @@ PY
 
 # no_token PID NAME: /proc/PID/environ does not hold the runner token (the
 # daemon's own keeps the name, its value erased in place).
+# Unprivileged, a helper that made itself non-dumpable has a root-owned
+# environ nobody but root reads: that it is so is what is checked then.
 no_token() {
     local env
+    [ -e "/proc/$1" ] || fail "$2 ($1) is gone"
+    if [ "$(id -u)" -ne 0 ] && [ ! -r "/proc/$1/environ" ]; then
+        [ "$(stat -c %u "/proc/$1/environ")" = 0 ] || fail "$2 ($1): environ unreadable yet not root's"
+        return 0
+    fi
     env=$(tr '\0' '\n' < "/proc/$1/environ") || fail "$2 ($1) is gone"
     ! grep -q -e "$TOKEN" <<< "$env" || fail "$2 ($1) holds the runner token"
     [ "$1" = "$HTTPD_PID" ] || ! grep -q SCIENCE_AGENT_RUNNER_TOKEN <<< "$env" || fail "$2 ($1) was given the token's variable"
