@@ -1,15 +1,14 @@
-/* identity.c — generated passwd/group records, published by rename so a
- * concurrent launch never binds a half-written file. */
+/* identity.c — generated passwd/group records, handed to bwrap on pipes
+ * (--ro-bind-data): derived from (uid, gid) each launch, never stored. */
 #include "identity.h"
-#include "atomic_file.h"
 #include "exitcodes.h"
 #include "io.h"
 #include "passwd_file.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* The host's name for uid when it is a plain name, else "sbx". */
@@ -28,38 +27,53 @@ static void user_name(uid_t uid, char *out, size_t size)
 	snprintf(out, size, "%s", pw.name);
 }
 
-/* Writes path unless it already holds exactly text. */
-static int ensure(const char *path, const char *text, struct sbx_error *e)
+void sbx_identity_text(uid_t uid, gid_t gid, char *passwd, size_t passwd_size, char *group, size_t group_size)
 {
-	struct sbx_error ignored;
-	size_t len;
-	char *have = sbx_read_file_capped(path, 4096, &len, &ignored);
-	int same = have && len == strlen(text) && memcmp(have, text, len) == 0;
+	char name[64];
 
-	free(have);
-	if (same)
-		return 0;
-	return sbx_atomic_write(path, text, strlen(text), 0644, e);
+	user_name(uid, name, sizeof(name));
+	snprintf(passwd, passwd_size, "%s:x:%u:%u:sbx sandbox user:/tmp:/bin/sh\n", name, (unsigned)uid,
+		 (unsigned)gid);
+	snprintf(group, group_size, "%s:x:%u:\n", name, (unsigned)gid);
 }
 
-int sbx_identity_files(const char *data_dir, uid_t uid, gid_t gid, struct sbx_identity *id,
-		       struct sbx_error *e)
+/* A pipe whose read end holds text (far below the pipe's buffer). */
+static int data_pipe(const char *text, struct sbx_error *e)
 {
-	char dir[PATH_MAX], name[64], passwd[256], group[128];
+	int p[2];
 
-	if (snprintf(dir, sizeof(dir), "%s/runtime/identity", data_dir) >= (int)sizeof(dir) ||
-	    snprintf(id->passwd, sizeof(id->passwd), "%s/passwd-%u-%u", dir, (unsigned)uid, (unsigned)gid) >= (int)sizeof(id->passwd) ||
-	    snprintf(id->group, sizeof(id->group), "%s/group-%u-%u", dir, (unsigned)uid, (unsigned)gid) >= (int)sizeof(id->group)) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long");
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "identity", "pipe: %s", strerror(errno));
 		return -1;
 	}
-	if (sbx_mkdir_p(dir, 0755, e) != 0)
+	int rc = sbx_write_all(p[1], text, strlen(text));
+	close(p[1]);
+	if (rc != 0) {
+		close(p[0]);
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "identity", "writing the identity records: %s", strerror(errno));
 		return -1;
-	user_name(uid, name, sizeof(name));
-	snprintf(passwd, sizeof(passwd), "%s:x:%u:%u:sbx sandbox user:/tmp:/bin/sh\n", name,
-		 (unsigned)uid, (unsigned)gid);
-	snprintf(group, sizeof(group), "%s:x:%u:\n", name, (unsigned)gid);
-	if (ensure(id->passwd, passwd, e) != 0 || ensure(id->group, group, e) != 0)
+	}
+	return p[0];
+}
+
+int sbx_identity_open(uid_t uid, gid_t gid, struct sbx_identity *id, struct sbx_error *e)
+{
+	char passwd[256], group[128];
+
+	sbx_identity_text(uid, gid, passwd, sizeof(passwd), group, sizeof(group));
+	id->group_fd = -1;
+	if ((id->passwd_fd = data_pipe(passwd, e)) < 0 || (id->group_fd = data_pipe(group, e)) < 0) {
+		sbx_identity_close(id);
 		return -1;
+	}
 	return 0;
+}
+
+void sbx_identity_close(struct sbx_identity *id)
+{
+	if (id->passwd_fd >= 0)
+		close(id->passwd_fd);
+	if (id->group_fd >= 0)
+		close(id->group_fd);
+	id->passwd_fd = id->group_fd = -1;
 }

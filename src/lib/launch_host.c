@@ -5,10 +5,12 @@
 #include "run_sandbox.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const ca_dirs[] = { "/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/pki/ca-trust", NULL };
 static const char *const ca_bundles[] = {
@@ -82,6 +84,7 @@ static void scan_interpreters(struct sbx_strvec *masks)
 void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->report_fd = h->report_python_fd = h->egress_bridge_fd = h->egress_socket_fd = -1;
 	sbx_strvec_init(&h->masks);
 	h->alternatives = is_dir("/etc/alternatives");
 	h->fonts = is_dir("/etc/fonts");
@@ -112,20 +115,47 @@ int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e)
 	int n = slash ? snprintf(h->report_python, sizeof(h->report_python), "%.*s/../share/sbx/python",
 				 (int)(slash - h->report), h->report)
 		      : -1;
-	if (n < 0 || (size_t)n >= sizeof(h->report_python) || stat(h->report_python, &st) != 0 ||
-	    !S_ISDIR(st.st_mode))
+	if (n < 0 || (size_t)n >= sizeof(h->report_python) ||
+	    (h->report_python_fd = open(h->report_python, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		h->report_python[0] = '\0';
+	if ((h->report_fd = open(h->report, O_PATH | O_CLOEXEC)) < 0 || fstat(h->report_fd, &st) != 0 ||
+	    !S_ISREG(st.st_mode)) {
+		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-report", "channel: %.300s cannot be opened", h->report);
+		return -1;
+	}
 	return 0;
 }
 
 void sbx_launch_host_free(struct sbx_launch_host *h)
 {
 	sbx_strvec_free(&h->masks);
+	int *fds[] = { &h->report_fd, &h->report_python_fd, &h->egress_bridge_fd, &h->egress_socket_fd };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
+int sbx_launch_host_open_socket(struct sbx_launch_host *h, const char *path, struct sbx_error *e)
+{
+	struct stat st;
+
+	if ((h->egress_socket_fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(h->egress_socket_fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+		sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-egress-socket", "network.socket: %.300s is not a socket", path);
+		return -1;
+	}
+	return 0;
 }
 
 int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e)
 {
-	if (sbx_sibling_program("sbx-egress-bridge", h->egress_bridge, sizeof(h->egress_bridge)) == 0)
+	struct stat st;
+
+	if (sbx_sibling_program("sbx-egress-bridge", h->egress_bridge, sizeof(h->egress_bridge)) == 0 &&
+	    (h->egress_bridge_fd = open(h->egress_bridge, O_PATH | O_CLOEXEC)) >= 0 &&
+	    fstat(h->egress_bridge_fd, &st) == 0 && S_ISREG(st.st_mode))
 		return 0;
 	h->egress_bridge[0] = '\0';
 	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-egress-bridge",

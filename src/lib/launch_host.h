@@ -20,6 +20,12 @@ struct sbx_launch_host {
 	char egress_bridge[PATH_MAX]; /* sbx-egress-bridge beside this program, "" none */
 	char report[PATH_MAX];        /* sbx-report beside this program, "" none */
 	char report_python[PATH_MAX]; /* <prefix>/share/sbx/python (sbx_report.py), "" none */
+	/* Each opened by the launcher before it drops privileges, bound by fd
+	 * (-1: none): nothing in the sandbox is reached by a host path. */
+	int egress_bridge_fd;
+	int report_fd;
+	int report_python_fd;
+	int egress_socket_fd;
 };
 
 /* Where the worker channel's helpers appear inside a sandbox that has one:
@@ -40,6 +46,9 @@ int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e);
 /* Finds sbx-report (static, like the bridge) and its Python module for a
  * launch with a worker channel; -1 (and why) without sbx-report. */
 int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e);
+/* Opens the egress gateway's socket (never through a symlink). */
+int sbx_launch_host_open_socket(struct sbx_launch_host *h, const char *path, struct sbx_error *e);
+/* Frees the masks and closes the helpers' fds. */
 void sbx_launch_host_free(struct sbx_launch_host *h);
 
 #endif

@@ -95,17 +95,25 @@ static void ro_bind(struct sbx_strvec *a, const char *src, const char *dst)
 	sbx_strvec_pushl(a, "--ro-bind", src, dst, NULL);
 }
 
-/* A host directory by its fd: the next slot from SBX_BIND_FD_FIRST. */
-static int bind_fd(struct sbx_launch_plan *p, const char *option, const struct sbx_host_dir *d, const char *dst)
+/* A host object by its fd: the next slot from SBX_BIND_FD_FIRST. */
+static int bind_slot(struct sbx_launch_plan *p, const char *option, int fd, const char *name, const char *dst)
 {
-	if (p->n_bind == SBX_BIND_FD_MAX)
+	if (p->n_bind == SBX_BIND_FD_MAX || fd < 0)
 		return -1;
-	p->bind_src[p->n_bind] = d->fd;
-	p->bind_name[p->n_bind] = d->path;
+	p->bind_src[p->n_bind] = fd;
+	p->bind_name[p->n_bind] = name;
+	p->bind_data[p->n_bind] = !strcmp(option, "--ro-bind-data");
+	if (p->bind_data[p->n_bind])
+		sbx_strvec_pushl(&p->argv, "--perms", "0444", NULL);
 	sbx_strvec_push(&p->argv, option);
 	sbx_strvec_pushf(&p->argv, "%d", SBX_BIND_FD_FIRST + (int)p->n_bind++);
 	sbx_strvec_push(&p->argv, dst);
 	return 0;
+}
+
+static int bind_fd(struct sbx_launch_plan *p, const char *option, const struct sbx_host_dir *d, const char *dst)
+{
+	return bind_slot(p, option, d->fd, d->path, dst);
 }
 
 int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sandbox_profile *probe,
@@ -142,8 +150,8 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 		ro_bind(a, h->ca_dir, h->ca_dir);
 	if (h->ca_bundle[0] && !h->ca_bundle_in_dir)
 		ro_bind(a, h->ca_bundle, h->ca_bundle);
-	ro_bind(a, id->passwd, "/etc/passwd");
-	ro_bind(a, id->group, "/etc/group");
+	int binds = bind_slot(p, "--ro-bind-data", id->passwd_fd, "(generated passwd)", "/etc/passwd");
+	binds |= bind_slot(p, "--ro-bind-data", id->group_fd, "(generated group)", "/etc/group");
 
 	/* Kernel views. bwrap covers /proc/sys, sysrq-trigger, irq and bus only
 	 * when the caller could write them, so they are bound read-only here
@@ -178,7 +186,6 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 		ro_bind(a, s->devices.read_only.items[i], s->devices.read_only.items[i]);
 	for (size_t i = 0; i < s->read_only.len; i++)
 		ro_bind(a, s->read_only.items[i], s->read_only.items[i]);
-	int binds = 0;
 	if (s->env_prefix.fd >= 0 && s->env_writable) {
 		/* An installer's target: read-write where conda will find it. */
 		binds |= bind_fd(p, "--bind-fd", &s->env_prefix, s->env_mount ? s->env_mount : s->env_prefix.path);
@@ -206,15 +213,15 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 
 	/* The worker channel's helpers: the static sbx-report and its Python
 	 * module, read-only. */
-	if (s->channel && h->report[0])
-		ro_bind(a, h->report, SBX_REPORT_BIN_DIR "/sbx-report");
-	if (s->channel && h->report_python[0])
-		ro_bind(a, h->report_python, SBX_REPORT_PYTHON_DIR);
+	if (s->channel && h->report_fd >= 0)
+		binds |= bind_slot(p, "--ro-bind-fd", h->report_fd, h->report, SBX_REPORT_BIN_DIR "/sbx-report");
+	if (s->channel && h->report_python_fd >= 0)
+		binds |= bind_slot(p, "--ro-bind-fd", h->report_python_fd, h->report_python, SBX_REPORT_PYTHON_DIR);
 
 	/* Egress: the static bridge and the gateway's socket, nothing else. */
 	if (s->egress_socket) {
-		ro_bind(a, h->egress_bridge, EGRESS_DIR "/egress-bridge");
-		sbx_strvec_pushl(a, "--bind", s->egress_socket, EGRESS_DIR "/egress.sock", NULL);
+		binds |= bind_slot(p, "--ro-bind-fd", h->egress_bridge_fd, h->egress_bridge, EGRESS_DIR "/egress-bridge");
+		binds |= bind_slot(p, "--bind-fd", h->egress_socket_fd, s->egress_socket, EGRESS_DIR "/egress.sock");
 	}
 
 	/* Freeze the root: only /tmp and the workspace stay writable. */

@@ -11,10 +11,11 @@
 #include "strvec.h"
 
 #define SBX_SECCOMP_FD 3 /* where bwrap finds the filter (--seccomp 3) */
-/* Host directories reach bwrap as fds 6, 7, ... (--bind-fd / --ro-bind-fd):
- * bwrap mounts exactly what the fd holds and closes it before the workload. */
+/* Host objects reach bwrap as fds 6, 7, ... (--bind-fd / --ro-bind-fd, or
+ * --ro-bind-data for generated files): bwrap mounts exactly what the fd
+ * holds (or copies what it reads) and closes it before the workload. */
 #define SBX_BIND_FD_FIRST 6
-#define SBX_BIND_FD_MAX 16
+#define SBX_BIND_FD_MAX 24
 
 struct sbx_launch_plan {
 	struct sbx_strvec argv;       /* bwrap's absolute path first */
@@ -22,6 +23,7 @@ struct sbx_launch_plan {
 	struct sbx_strvec env_values;
 	int bind_src[SBX_BIND_FD_MAX]; /* this process's fd for slot SBX_BIND_FD_FIRST + i */
 	const char *bind_name[SBX_BIND_FD_MAX]; /* its host name, for the record */
+	bool bind_data[SBX_BIND_FD_MAX];        /* content bwrap reads, not an object it mounts */
 	size_t n_bind;
 	long long file_size_limit;     /* RLIMIT_FSIZE for the sandbox, -1: none */
 	long long max_processes;       /* RLIMIT_NPROC, 0: none (set only for a dedicated uid) */

@@ -1,6 +1,7 @@
-/* probe_cache.c — cache records keyed by (bwrap path, device, inode, size,
- * mtime, uid); an flock serialises probers so concurrent callers share one
- * probe; unusable answers expire after SBX_PROBE_UNUSABLE_TTL seconds. */
+/* probe_cache.c — one cache record per host shape: the bwrap binary, the
+ * kernel and its userns/LSM settings, and whether the sandbox is started
+ * by root or an unprivileged uid (never which one); an flock serialises
+ * probers; unusable answers expire after SBX_PROBE_UNUSABLE_TTL seconds. */
 #include "probe_cache.h"
 #include "atomic_file.h"
 #include "bwrap.h"
@@ -10,6 +11,7 @@
 #include "io.h"
 #include "json.h"
 #include "probe.h"
+#include "probe_as.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,24 +21,62 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define CACHE_RECORD_CAP (1u << 20)
 
-/* What identifies the bwrap binary: a new install or a touch changes it. */
-static json_t *cache_key(const char *requested)
+/* The first line of a small /proc or /sys file, "" when unreadable. */
+static json_t *first_line(const char *path)
 {
+	char buf[512] = "";
+	FILE *f = fopen(path, "re");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	return json_string(buf);
+}
+
+/* Who the sandbox starts as, as far as bwrap can tell: root, or some
+ * unprivileged uid (every uid of the range behaves alike). */
+static const char *caller_class(const struct sbx_probe_request *req)
+{
+	return geteuid() != 0 || (req->as && req->as->switch_user) ? "user" : "root";
+}
+
+/* What the answer depends on: the bwrap binary (a new install or a touch
+ * changes it), the kernel, the sysctls and LSMs that gate user namespaces,
+ * and the caller's class. */
+static json_t *cache_key(const struct sbx_probe_request *req)
+{
+	const char *requested = sbx_bwrap_requested(req->bwrap);
 	char path[PATH_MAX];
 	struct stat st;
+	struct utsname u;
+	json_t *key;
 
 	if (!sbx_find_executable(requested, path, sizeof(path)) || stat(path, &st) != 0)
-		return json_pack("{s:s,s:I}", "missing", requested, "uid", (json_int_t)geteuid());
-	/* Every number below 2^53, so the record survives tools (jq) that
-	 * read JSON numbers as doubles. */
-	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I}", "path", path,
-			 "dev", (json_int_t)st.st_dev, "ino", (json_int_t)st.st_ino,
-			 "size", (json_int_t)st.st_size, "mtime", (json_int_t)st.st_mtim.tv_sec,
-			 "mtimeNsec", (json_int_t)st.st_mtim.tv_nsec, "uid", (json_int_t)geteuid());
+		key = json_pack("{s:s}", "missing", requested);
+	else
+		/* Every number below 2^53, so the record survives tools (jq) that
+		 * read JSON numbers as doubles. */
+		key = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "path", path, "dev", (json_int_t)st.st_dev,
+				"ino", (json_int_t)st.st_ino, "size", (json_int_t)st.st_size,
+				"mtime", (json_int_t)st.st_mtim.tv_sec, "mtimeNsec", (json_int_t)st.st_mtim.tv_nsec);
+	if (uname(&u) == 0)
+		json_object_set_new(key, "kernel", json_pack("{s:s,s:s,s:s}", "release", u.release,
+							     "version", u.version, "machine", u.machine));
+	json_object_set_new(key, "userns", json_pack("{s:o,s:o,s:o,s:o}",
+		"unprivilegedClone", first_line("/proc/sys/kernel/unprivileged_userns_clone"),
+		"maxUserNamespaces", first_line("/proc/sys/user/max_user_namespaces"),
+		"apparmorRestrict", first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+		"lsm", first_line("/sys/kernel/security/lsm")));
+	json_object_set_new(key, "caller", json_string(caller_class(req)));
+	return key;
 }
 
 static int resolve_dir(const struct sbx_probe_request *req, char *out, size_t size)
@@ -50,14 +90,14 @@ static int resolve_dir(const struct sbx_probe_request *req, char *out, size_t si
 	return snprintf(out, size, "%s/cache", data) < (int)size ? 0 : -1;
 }
 
-/* The record file for a key: probe-u<uid>-<FNV-1a of the bwrap path>. */
+/* The record file for a key: probe-<caller>-<FNV-1a of the bwrap path>. */
 static int record_path(const char *dir, const json_t *key, char *out, size_t size)
 {
 	const char *who = sbx_json_string_or(key, "path", sbx_json_string_or(key, "missing", ""));
 	unsigned long long digest = sbx_fnv1a64(SBX_FNV_INIT, who, strlen(who));
 
 	/* The name only spreads records; the stored key is compared in full. */
-	int n = snprintf(out, size, "%s/probe-u%u-%016llx.json", dir, (unsigned)geteuid(), digest);
+	int n = snprintf(out, size, "%s/probe-%s-%016llx.json", dir, sbx_json_string_or(key, "caller", "user"), digest);
 	return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
@@ -127,8 +167,7 @@ static void store(const char *path, json_t *key, const struct sbx_probe_result *
 
 static json_t *probe_now(const struct sbx_probe_request *req, struct sbx_probe_result *r)
 {
-	sbx_probe_run(sbx_bwrap_requested(req->bwrap), req->timeout_ms, r);
-	return sbx_probe_to_json(r);
+	return sbx_probe_json_as(req->as, sbx_bwrap_requested(req->bwrap), req->timeout_ms, r);
 }
 
 static json_t *mark(json_t *answer, bool cached)
@@ -152,7 +191,7 @@ json_t *sbx_probe(const struct sbx_probe_request *req)
 		return mark(probe_now(req, &r), false);
 	}
 
-	json_t *key = cache_key(sbx_bwrap_requested(req->bwrap));
+	json_t *key = cache_key(req);
 	json_t *answer = NULL;
 	if (record_path(dir, key, path, sizeof(path)) != 0) {
 		json_decref(key);

@@ -30,6 +30,9 @@ static const struct wanted {
 	{ CAP_SETPCAP, "CAP_SETPCAP",
 	  "the bounding set is not narrowed (it holds nothing more than the run needs)",
 	  "narrow the bounding set sbx-launch and the egress gateway inherit" },
+	{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN",
+	  "host directories reach the sandbox only where every parent is searchable by the workload's uid",
+	  "let sbx-launch stage the sandbox's binds in a mount namespace of its own (bounding set only)" },
 	{ CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE",
 	  "cgroups are made only where the hierarchy lets its owner write without it (else limits fall back "
 	  "as without cgroups)",
@@ -133,8 +136,13 @@ int sbx_supervisor_caps_apply(const struct sbx_supervisor_caps *c, struct sbx_er
 	for (size_t i = 0; i < N_WANTED; i++)
 		have[i] = given(wanted[i].cap);
 	capng_clear(select);
+	/* sys_admin is never in the supervisor's own sets, only in the bounding
+	 * set: sbx-launch, exec'd as root, gets it back for its mount namespace. */
 	for (size_t i = 0; i < N_WANTED; i++) {
-		if (wanted[i].cap == CAP_DAC_OVERRIDE || !have[i])
+		if (wanted[i].cap == CAP_SYS_ADMIN && have[i] && c->bounds &&
+		    capng_update(CAPNG_ADD, CAPNG_BOUNDING_SET, CAP_SYS_ADMIN) != 0)
+			goto failed;
+		if (wanted[i].cap == CAP_DAC_OVERRIDE || wanted[i].cap == CAP_SYS_ADMIN || !have[i])
 			continue;
 		if (capng_update(CAPNG_ADD, sets, (unsigned)wanted[i].cap) != 0)
 			goto failed;

@@ -121,7 +121,12 @@ static void preflight(const struct config *c)
 {
 	char cache[PATH_MAX + 16];
 	snprintf(cache, sizeof(cache), "%s/cache", c->data_dir);
-	struct sbx_probe_request req = { .bwrap = c->bwrap, .cache_dir = cache };
+	/* As root: the answer for the unprivileged uids workloads run as, the
+	 * one every sbx-launch reads; probed here, never on a request's path. */
+	struct sbx_run_as who;
+	struct sbx_error e;
+	bool as_user = geteuid() == 0 && sbx_run_as_resolve(NULL, &who, &e) == 0;
+	struct sbx_probe_request req = { .bwrap = c->bwrap, .cache_dir = cache, .as = as_user ? &who : NULL };
 	json_t *answer = sbx_probe(&req);
 	json_t *missing = json_object_get(answer, "missingOptions");
 	if (json_is_null(json_object_get(json_object_get(answer, "bwrap"), "path")))

@@ -18,6 +18,7 @@
 #include "../lib/seccomp_table.h"
 #include "../lib/workspace_owner.h"
 #include "../lib/atomic_file.h"
+#include "bind_stage.h"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -144,8 +145,10 @@ static json_t *capabilities_file(const struct options *o)
 }
 
 /* The probe answer: the --capabilities file's, else the cached probe for
- * the uid the workload runs as (called after the switch). */
-static json_t *capabilities(json_t *given, const char *cache_dir, struct sbx_sandbox_profile *p)
+ * the caller class the workload runs as (root reads its own cache, and
+ * probes as that uid only when the host's shape changed). */
+static json_t *capabilities(json_t *given, const char *cache_dir, const struct sbx_run_as *who,
+			    struct sbx_sandbox_profile *p)
 {
 	struct sbx_error e;
 	json_t *answer;
@@ -153,7 +156,7 @@ static json_t *capabilities(json_t *given, const char *cache_dir, struct sbx_san
 	if (given) {
 		answer = given;
 	} else {
-		struct sbx_probe_request req = { .cache_dir = cache_dir };
+		struct sbx_probe_request req = { .cache_dir = cache_dir, .as = who };
 		answer = sbx_probe(&req);
 	}
 	if (sbx_probe_profile(answer, p) != 0) {
@@ -171,46 +174,31 @@ static json_t *capabilities(json_t *given, const char *cache_dir, struct sbx_san
 	return answer;
 }
 
-/* The workload's uid must reach what bwrap binds: checked as that uid, on
- * the fd itself and (bwrap finds a bound fd again by its name) on the way
- * to it. Only a refusal follows from the check; nothing is opened by name. */
+/* The workload's uid must be able to use what bwrap binds: checked as that
+ * uid on the fd itself. A staged launch (bind_stage.h) needs no walk to
+ * it; any other has bwrap find the fd again by its name as this uid, so
+ * that walk is checked too.
+ * Only a refusal follows from the check; nothing is opened by name. */
+static bool staged;
+
 static void check_access(const struct sbx_host_dir *d, int mode, const char *field, const struct sbx_run_as *r)
 {
 	struct sbx_error e;
-	if (d->fd >= 0 && (faccessat(d->fd, "", mode, AT_EMPTY_PATH) != 0 || access(d->path, X_OK) != 0)) {
+	if (d->fd >= 0 && (faccessat(d->fd, "", mode, AT_EMPTY_PATH) != 0 || (!staged && access(d->path, X_OK) != 0))) {
 		sbx_error_set(&e, SBX_EXIT_USAGE, "not-accessible", "%s: %.300s is not %s by uid %u", field, d->path,
 			      mode & W_OK ? "writable" : "readable", (unsigned)r->uid);
-		sbx_error_remedy(&e, "Make every parent directory searchable (o+x, or g+x for the sandbox's group) and the directory accessible to that uid.");
+		sbx_error_remedy(&e, "Make the directory (and, for a launch that keeps its uid, every parent) accessible to that uid.");
 		sbx_die(&e);
 	}
 }
 
-static void check_file_access(const char *path, int mode, const char *field, const struct sbx_run_as *r)
+static void check_socket_access(const struct sbx_launch_host *h, const char *path, const struct sbx_run_as *r)
 {
 	struct sbx_error e;
-	if (path && access(path, mode) != 0) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "not-accessible", "%s: %.300s is not %s by uid %u", field, path,
-			      mode & W_OK ? "writable" : "readable", (unsigned)r->uid);
-		sbx_error_remedy(&e, "Make every parent directory searchable and the path accessible to that uid.");
-		sbx_die(&e);
-	}
-}
-
-/* A private directory for the workload uid's own probe cache. */
-static void user_cache_dir(const char *data, const struct sbx_run_as *r, char *out, size_t size)
-{
-	struct sbx_error e;
-	if (snprintf(out, size, "%s/users/%u", data, (unsigned)r->uid) >= (int)size) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long");
-		sbx_die(&e);
-	}
-	if (!r->switch_user) {
-		snprintf(out, size, "%s/cache", data);
-		return;
-	}
-	if (sbx_mkdir_p(out, 0700, &e) != 0 || chown(out, r->uid, r->gid) != 0) {
-		if (!e.code[0])
-			sbx_error_set(&e, SBX_EXIT_INTERNAL, "chown-failed", "%s: cannot hand to uid %u", out, (unsigned)r->uid);
+	if (h->egress_socket_fd >= 0 && faccessat(h->egress_socket_fd, "", R_OK | W_OK, AT_EMPTY_PATH) != 0) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "not-accessible", "network.socket: %.300s is not writable by uid %u",
+			      path, (unsigned)r->uid);
+		sbx_error_remedy(&e, "Give the socket to the workload's uid or group (sbx-egress --socket-owner).");
 		sbx_die(&e);
 	}
 }
@@ -260,7 +248,7 @@ int main(int argc, char **argv)
 	struct sbx_sandbox_profile profile;
 	struct sbx_launch_host host;
 	struct sbx_launch_plan plan;
-	char data[PATH_MAX], cache[PATH_MAX + 8], user_cache[PATH_MAX + 32];
+	char data[PATH_MAX], cache[PATH_MAX + 8];
 
 	sbx_diag_program("sbx-launch");
 	sbx_stdio_sanitize();
@@ -283,15 +271,27 @@ int main(int argc, char **argv)
 	}
 	snprintf(cache, sizeof(cache), "%s/cache", data);
 
-	/* 2. As the starting user: workspace ownership, identity, filter. */
+	/* 2. As the starting user: workspace ownership, the filter, the probe,
+	 * and every host object the sandbox binds, opened now, bound by fd. */
 	if (who.switch_user && !o.dry_run && spec.workspace.fd >= 0 &&
 	    sbx_workspace_own_at(spec.workspace.fd, spec.workspace.path, who.uid, who.gid, &e) < 0)
 		sbx_die(&e);
-	if (sbx_identity_files(data, who.uid, who.gid, &id, &e) != 0 ||
-	    sbx_mkdir_p(cache, 0700, &e) != 0 ||
-	    sbx_seccomp_program(spec.profile, cache, &prog, &e) != 0)
+	if (sbx_mkdir_p(cache, 0700, &e) != 0 || sbx_seccomp_program(spec.profile, cache, &prog, &e) != 0 ||
+	    sbx_identity_open(who.uid, who.gid, &id, &e) != 0)
 		sbx_die(&e);
-	user_cache_dir(data, &who, user_cache, sizeof(user_cache));
+	json_t *probe = capabilities(given_caps, cache, &who, &profile);
+	sbx_launch_host_scan(spec.env_prefix.fd >= 0 && !spec.env_writable, &host);
+	if (spec.egress_socket && (sbx_launch_host_find_bridge(&host, &e) != 0 ||
+				   sbx_launch_host_open_socket(&host, spec.egress_socket, &e) != 0))
+		sbx_die(&e);
+	if (spec.channel && sbx_launch_host_find_report(&host, &e) != 0)
+		sbx_die(&e);
+	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
+		sbx_die(&e);
+	int stage = who.switch_user && !o.dry_run ? sbx_bind_stage(&plan, &e) : 1;
+	if (stage < 0)
+		sbx_die(&e);
+	staged = stage == 0;
 
 	/* 3. Become the workload's user; everything after runs as it. */
 	/* A credential change clears the parent-death signal a supervisor set
@@ -316,18 +316,9 @@ int main(int argc, char **argv)
 		check_access(&spec.skills_ext, R_OK | W_OK | X_OK, "skills.extensions", &who);
 		check_access(&spec.scratch, R_OK | W_OK | X_OK, "scratch", &who);
 	}
-	check_file_access(id.passwd, R_OK, "data directory (identity files)", &who);
-	check_file_access(spec.egress_socket, R_OK | W_OK, "network.socket", &who);
-	json_t *probe = capabilities(given_caps, user_cache, &profile);
+	check_socket_access(&host, spec.egress_socket, &who);
 
-	/* 4. The command line. */
-	sbx_launch_host_scan(spec.env_prefix.fd >= 0 && !spec.env_writable, &host);
-	if (spec.egress_socket && sbx_launch_host_find_bridge(&host, &e) != 0)
-		sbx_die(&e);
-	if (spec.channel && sbx_launch_host_find_report(&host, &e) != 0)
-		sbx_die(&e);
-	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
-		sbx_die(&e);
+	/* 4. The command line's last touches. */
 	/* RLIMIT_NPROC counts every process of the uid: it bounds a sandbox only
 	 * where the uid is the workload's own, not a caller's login. */
 	if (!who.switch_user)

@@ -247,7 +247,9 @@ golden() {
     assert_success
     [ "$(jq -r .env.PYTHONPATH <<<"$output")" = "$long:/run/sbx/python" ]
     [ "$(jq -r .env.PATH <<<"$output")" = /usr/bin:/bin:/run/sbx/bin ]
-    [ "$(jq -r '.argv | [range(0; length - 2) as $i | select(.[$i] == "--ro-bind" and .[$i+2] == "/run/sbx/bin/sbx-report") | .[$i+1]] | .[0]' <<<"$output")" = "$SBX_BIN/sbx-report" ]
+    # Bound by the fd the launcher opened, the record naming the host file.
+    slot=$(jq -r '.argv | [range(0; length - 2) as $i | select(.[$i] == "--ro-bind-fd" and .[$i+2] == "/run/sbx/bin/sbx-report") | .[$i+1]] | .[0]' <<<"$output")
+    [ "$(jq -r --argjson fd "$slot" '.binds[] | select(.fd == $fd) | .path' <<<"$output")" = "$SBX_BIN/sbx-report" ]
     # An empty toolkit path adds no empty entry (the working directory).
     spec=$(spec_sh true '{"devices":{"nodes":[{"host":"/dev/null","sandbox":"/dev/fakenpu"}],"env":{"PYTHONPATH":""}}}')
     run --separate-stderr sbx-launch --dry-run --channel-fd 7 --capabilities "$CAPS/supported.json" - 7>/dev/null <<<"$spec"

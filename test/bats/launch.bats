@@ -9,6 +9,7 @@ setup() {
 }
 
 teardown() {
+    [ -z "${LISTENER:-}" ] || kill "$LISTENER" 2>/dev/null || true
     launch_teardown
 }
 
@@ -213,13 +214,34 @@ teardown() {
     exec 7<"$WORK/byfd/ws.moved"
     run --separate-stderr sbx-launch --dry-run - <<<"$spec"
     exec 7<&-
-    assert_equal "$(jq -r '.binds[0].path' <<<"$output")" "$WORK/byfd/ws.moved"
+    assert_equal "$(jq -r '.binds | map(select(.path | startswith("/"))) | .[0].path' <<<"$output")" "$WORK/byfd/ws.moved"
     run --separate-stderr sbx-launch - <<<"$(jq -cn '{argv: ["true"], workspace: "fd:9"}')"
     assert_failure 2
     [[ "$stderr" == *"workspace: fd:9: no such open descriptor"* ]]
     run --separate-stderr sbx-launch - <<<"$(jq -cn '{argv: ["true"], workspace: "fd:0"}')"
     assert_failure 2
     [[ "$stderr" == *"workspace: must be an absolute path or fd:N"* ]]
+}
+
+@test "as root, a workspace, a channel and an egress socket under a 0700 directory work: each bind is staged, never walked to as the workload uid" {
+    [ "$(id -u)" -eq 0 ] || skip "only root switches to a workload uid"
+    private="$WORK/private"
+    mkdir -p "$private/ws" && chmod 700 "$private"
+    # A listening socket stands in for the gateway (the bridge checks it).
+    python3 -c 'import os,socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8); print("up", flush=True); time.sleep(300)' \
+        "$private/gw.sock" > "$WORK/listener.out" 2>&1 3>&- < /dev/null &
+    LISTENER=$!
+    eventually grep -q up "$WORK/listener.out"
+    spec=$(jq -cn --arg ws "$private/ws" --arg sock "$private/gw.sock" \
+        '{argv: ["/bin/sh", "-c", "echo hi > f; test -S /run/sbx/egress.sock && echo socket; command -v sbx-report; ls /run/sbx-launch 2>&1 | head -n 1"],
+          workspace: $ws, network: {mode: "domain-allowlist", socket: $sock}}')
+    run --separate-stderr sbx-launch --channel-fd 7 - 7>/dev/null <<<"$spec"
+    assert_success
+    assert_output --partial $'socket\n/run/sbx/bin/sbx-report'
+    refute_output --partial "/run/sbx-launch/"
+    [ "$(cat "$private/ws/f")" = hi ]
+    # The staging mounts lived in the launcher's namespace only.
+    ! grep -q " /run/sbx-launch" /proc/self/mountinfo
 }
 
 @test "/dev is read-only and /dev/shm has its own size (shmSizeBytes, default 64 MiB)" {

@@ -15,8 +15,12 @@ setup() {
     unset SBX_BWRAP SCIENCE_AGENT_BWRAP_PATH SBX_DATA_DIR SCIENCE_AGENT_DATA_DIR
 }
 
+teardown() {
+    [ -z "${SHARED:-}" ] || rm -rf "$SHARED"
+}
+
 calls() { if [ -f "$FAKE_BWRAP_LOG" ]; then wc -l < "$FAKE_BWRAP_LOG"; else echo 0; fi; }
-record() { ls "$CACHE"/probe-u"$(id -u)"-*.json; }
+record() { ls "$CACHE"/probe-$([ "$(id -u)" -eq 0 ] && echo root || echo user)-*.json; }
 
 # One cold probe of a working bwrap: --version, --help, P1, P3, seccomp.
 COLD=5
@@ -115,20 +119,49 @@ COLD=5
     jq -e .result "$r" >/dev/null
 }
 
-@test "the cache directory is created 0700 and records 0600, keyed by uid" {
+@test "the cache directory is created 0700 and records 0600, keyed by the host's shape and the caller's class" {
     sbx-probe --cache-dir "$CACHE/deep/er" --bwrap "$BWRAP" >/dev/null 2>&1
     [ "$(stat -c %a "$CACHE/deep/er")" = 700 ]
-    r=$(ls "$CACHE"/deep/er/probe-u"$(id -u)"-*.json)
+    r=$(ls "$CACHE"/deep/er/probe-$([ "$(id -u)" -eq 0 ] && echo root || echo user)-*.json)
     [ "$(stat -c %a "$r")" = 600 ]
-    [ "$(jq -r .key.uid "$r")" = "$(id -u)" ]
+    [ "$(jq -r .key.caller "$r")" = "$([ "$(id -u)" -eq 0 ] && echo root || echo user)" ]
     [ "$(jq -r .key.path "$r")" = "$BWRAP" ]
+    [ "$(jq -r .key.kernel.release "$r")" = "$(uname -r)" ]
+    [ "$(jq -r .key.userns.maxUserNamespaces "$r")" = "$(cat /proc/sys/user/max_user_namespaces)" ]
     ! ls "$CACHE"/deep/er/*.tmp.* 2>/dev/null
+}
+
+@test "as root, --run-as probes as that uid once for every uid of the range: a second uid answers from the cache" {
+    [ "$(id -u)" -eq 0 ] || skip "only root probes as another uid"
+    # The probing uid runs this bwrap and writes its log: a copy it reaches.
+    SHARED=$(mktemp -d /tmp/sbx-probe-as.XXXXXX)
+    chmod 755 "$SHARED"
+    cp "$BWRAP" "$FIXTURES/bwrap/lib.sh" "$SHARED/"
+    BWRAP="$SHARED/counting-bwrap"
+    export FAKE_BWRAP_LOG="$SHARED/bwrap.log"
+    install -m 666 /dev/null "$FAKE_BWRAP_LOG"
+    run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --run-as 2000012345:2000012345
+    assert_success
+    [ "$(jq_out .cached)" = false ] && [ "$(jq_out .uid)" = 2000012345 ]
+    [ "$(calls)" -eq "$COLD" ]
+    run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --run-as 2000054321:2000054321
+    assert_success
+    [ "$(jq_out .cached)" = true ]
+    [ "$(calls)" -eq "$COLD" ]
+    ls "$CACHE"/probe-user-*.json
+    # Root's own answer is another record.
+    run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP"
+    [ "$(jq_out .cached)" = false ] && [ "$(jq_out .uid)" = 0 ]
+    [ "$(calls)" -eq $((2 * COLD)) ]
+    # A uid of 0 is refused, naming the option's value.
+    run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --run-as 0
+    assert_failure 3
 }
 
 @test "the default cache lives under the data dir" {
     SBX_DATA_DIR="$BATS_TEST_TMPDIR/data" run --separate-stderr sbx-probe --bwrap "$BWRAP"
     assert_success
-    ls "$BATS_TEST_TMPDIR"/data/cache/probe-u"$(id -u)"-*.json
+    ls "$BATS_TEST_TMPDIR"/data/cache/probe-$([ "$(id -u)" -eq 0 ] && echo root || echo user)-*.json
 }
 
 @test "--no-cache neither reads nor writes a record" {

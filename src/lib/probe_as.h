@@ -1,0 +1,18 @@
+/* probe_as.h — the probe run as the uid a workload will run as (a root
+ * caller forks a child that drops to it), so root can cache that answer. */
+#ifndef SBX_PROBE_AS_H
+#define SBX_PROBE_AS_H
+
+#include "probe.h"
+#include "run_as.h"
+
+#include <jansson.h>
+
+/* The probe's JSON answer, probed as `as` when as->switch_user, else as the
+ * caller. r's probed_at is set either way (the rest only for the caller's
+ * own probe). Never NULL: a child that cannot probe gives an unusable
+ * answer that says why. */
+json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, int timeout_ms,
+			  struct sbx_probe_result *r);
+
+#endif
