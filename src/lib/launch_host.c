@@ -5,6 +5,7 @@
 #include "run_sandbox.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,26 @@ void sbx_launch_host_free(struct sbx_launch_host *h)
 			close(*fds[i]);
 			*fds[i] = -1;
 		}
+	for (size_t i = 0; i < h->n_read_only; i++)
+		close(h->read_only_fd[i]);
+	h->n_read_only = 0;
+}
+
+int sbx_launch_host_open_read_only(struct sbx_launch_host *h, const struct sbx_strvec *paths, struct sbx_error *e)
+{
+	if (paths->len > SBX_LAUNCH_READ_ONLY_MAX) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "too-many", "readOnlyPaths: at most %d paths", SBX_LAUNCH_READ_ONLY_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < paths->len; i++) {
+		int fd = open(paths->items[i], O_PATH | O_CLOEXEC);
+		if (fd < 0) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "readOnlyPaths: %.300s: %s", paths->items[i], strerror(errno));
+			return -1;
+		}
+		h->read_only_fd[h->n_read_only++] = fd;
+	}
+	return 0;
 }
 
 int sbx_launch_host_open_socket(struct sbx_launch_host *h, const char *path, struct sbx_error *e)

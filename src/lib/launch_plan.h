@@ -15,7 +15,7 @@
  * --ro-bind-data for generated files): bwrap mounts exactly what the fd
  * holds (or copies what it reads) and closes it before the workload. */
 #define SBX_BIND_FD_FIRST 6
-#define SBX_BIND_FD_MAX 24
+#define SBX_BIND_FD_MAX 64
 
 struct sbx_launch_plan {
 	struct sbx_strvec argv;       /* bwrap's absolute path first */
