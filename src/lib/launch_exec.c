@@ -30,7 +30,8 @@ int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, int s
 	char *const empty_env[] = { NULL };
 	enum { SLOTS = SBX_BIND_FD_FIRST - SBX_SECCOMP_FD + SBX_BIND_FD_MAX };
 	int from[SLOTS], parked[SLOTS], highest = SBX_SECCOMP_FD;
-	const int park_above = SBX_BIND_FD_FIRST + SBX_BIND_FD_MAX;
+	/* Parked just above the highest slot in use: a low RLIMIT_NOFILE still fits. */
+	const int park_above = SBX_BIND_FD_FIRST + (int)n_bind;
 
 	if (setrlimit(RLIMIT_CORE, &none) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "setrlimit(RLIMIT_CORE): %s", strerror(errno));
