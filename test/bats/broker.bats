@@ -13,7 +13,7 @@ setup() {
     export SBX_DATA_DIR="$DATA"
     export SCIENCE_AGENT_NPU_BROKER=1
     export SCIENCE_AGENT_NPU_WORKLOAD_CONFIG="$FIXTURES/npu-workloads.test.json"
-    export SBX_BROKER_ROOT="$(cd "$FIXTURES/../.." && pwd)"
+    stage_broker_repo "$WORK/repo"
     export SCIENCE_AGENT_NPU_PYTHON=/usr/bin/python3
     export SBX_TEST_FIFO="$WORK/fifo"
     mkfifo -m 0666 "$SBX_TEST_FIFO"

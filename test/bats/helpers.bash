@@ -43,3 +43,14 @@ eventually() {
     done
     "$@"
 }
+
+# stage_broker_repo DIR: SBX_BROKER_ROOT becomes a copy of the programs the
+# test workloads name (${repo:...}) under DIR, which the caller keeps
+# searchable: as root, jobs run as an unprivileged uid that must reach them
+# wherever this checkout lives (a 0700 directory included).
+stage_broker_repo() {
+    mkdir -p "$1/test/fixtures"
+    cp "$FIXTURES/npu-workload.py" "$1/test/fixtures/"
+    chmod -R a+rX "$1"
+    export SBX_BROKER_ROOT="$1"
+}

@@ -12,7 +12,7 @@ setup() {
     npu_host "$HOST"
     export SCIENCE_AGENT_NPU_BROKER=1
     export SCIENCE_AGENT_NPU_WORKLOAD_CONFIG="$FIXTURES/npu-workloads.test.json"
-    export SBX_BROKER_ROOT="$(cd "$FIXTURES/../.." && pwd)"
+    stage_broker_repo "$HOST/repo"
     export SCIENCE_AGENT_NPU_PYTHON=/usr/bin/python3
     export SBX_TEST_FIFO="$HOST/fifo"
     # Jobs run as the workspace's owner or the broker's user, never root.
