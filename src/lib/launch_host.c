@@ -141,16 +141,18 @@ void sbx_launch_host_free(struct sbx_launch_host *h)
 	h->n_read_only = 0;
 }
 
-int sbx_launch_host_open_read_only(struct sbx_launch_host *h, const struct sbx_strvec *paths, struct sbx_error *e)
+int sbx_launch_host_open_read_only(struct sbx_launch_host *h, const struct sbx_strvec *paths, const char *field,
+				   struct sbx_error *e)
 {
-	if (paths->len > SBX_LAUNCH_READ_ONLY_MAX) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "too-many", "readOnlyPaths: at most %d paths", SBX_LAUNCH_READ_ONLY_MAX);
-		return -1;
-	}
 	for (size_t i = 0; i < paths->len; i++) {
+		if (h->n_read_only == SBX_LAUNCH_READ_ONLY_MAX) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "too-many", "%s: at most %d read-only paths in all", field,
+				      SBX_LAUNCH_READ_ONLY_MAX);
+			return -1;
+		}
 		int fd = open(paths->items[i], O_PATH | O_CLOEXEC);
 		if (fd < 0) {
-			sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "readOnlyPaths: %.300s: %s", paths->items[i], strerror(errno));
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: %.300s: %s", field, paths->items[i], strerror(errno));
 			return -1;
 		}
 		h->read_only_fd[h->n_read_only++] = fd;

@@ -28,7 +28,7 @@ struct sbx_launch_host {
 	int report_fd;
 	int report_python_fd;
 	int egress_socket_fd;
-	int read_only_fd[SBX_LAUNCH_READ_ONLY_MAX]; /* the spec's readOnlyPaths, in order */
+	int read_only_fd[SBX_LAUNCH_READ_ONLY_MAX]; /* devices.readOnly, then readOnlyPaths */
 	size_t n_read_only;
 };
 
@@ -50,8 +50,10 @@ int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e);
 /* Finds sbx-report (static, like the bridge) and its Python module for a
  * launch with a worker channel; -1 (and why) without sbx-report. */
 int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e);
-/* Opens each of the spec's readOnlyPaths (as the caller wrote it, once). */
-int sbx_launch_host_open_read_only(struct sbx_launch_host *h, const struct sbx_strvec *paths, struct sbx_error *e);
+/* Opens each path (as the caller wrote it, once), appended to read_only_fd;
+ * the error names field. */
+int sbx_launch_host_open_read_only(struct sbx_launch_host *h, const struct sbx_strvec *paths, const char *field,
+				   struct sbx_error *e);
 /* Opens the egress gateway's socket (never through a symlink). */
 int sbx_launch_host_open_socket(struct sbx_launch_host *h, const char *path, struct sbx_error *e);
 /* Frees the masks and closes the helpers' fds. */

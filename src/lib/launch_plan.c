@@ -182,11 +182,13 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	sbx_strvec_pushf(a, "%lld", s->tmp_size);
 	sbx_strvec_pushl(a, "--tmpfs", "/tmp", NULL);
 	/* The devices' files, after /tmp exists so a tool kept there shows. */
-	for (size_t i = 0; i < s->devices.read_only.len; i++)
-		ro_bind(a, s->devices.read_only.items[i], s->devices.read_only.items[i]);
-	for (size_t i = 0; i < s->read_only.len; i++)
-		binds |= i < h->n_read_only ? bind_slot(p, "--ro-bind-fd", h->read_only_fd[i], s->read_only.items[i], s->read_only.items[i])
-					    : -1;
+	size_t k = 0;
+	const struct sbx_strvec *lists[] = { &s->devices.read_only, &s->read_only };
+	for (size_t l = 0; l < 2; l++)
+		for (size_t i = 0; i < lists[l]->len; i++, k++)
+			binds |= k < h->n_read_only ? bind_slot(p, "--ro-bind-fd", h->read_only_fd[k], lists[l]->items[i],
+								lists[l]->items[i])
+						    : -1;
 	if (s->env_prefix.fd >= 0 && s->env_writable) {
 		/* An installer's target: read-write where conda will find it. */
 		binds |= bind_fd(p, "--bind-fd", &s->env_prefix, s->env_mount ? s->env_mount : s->env_prefix.path);

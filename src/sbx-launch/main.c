@@ -281,7 +281,8 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	json_t *probe = capabilities(given_caps, cache, &who, &profile);
 	sbx_launch_host_scan(spec.env_prefix.fd >= 0 && !spec.env_writable, &host);
-	if (sbx_launch_host_open_read_only(&host, &spec.read_only, &e) != 0)
+	if (sbx_launch_host_open_read_only(&host, &spec.devices.read_only, "devices.readOnly", &e) != 0 ||
+	    sbx_launch_host_open_read_only(&host, &spec.read_only, "readOnlyPaths", &e) != 0)
 		sbx_die(&e);
 	if (spec.egress_socket && (sbx_launch_host_find_bridge(&host, &e) != 0 ||
 				   sbx_launch_host_open_socket(&host, spec.egress_socket, &e) != 0))

@@ -49,8 +49,9 @@ eventually() {
 # searchable: as root, jobs run as an unprivileged uid that must reach them
 # wherever this checkout lives (a 0700 directory included).
 stage_broker_repo() {
-    mkdir -p "$1/test/fixtures"
+    mkdir -p "$1/test/fixtures" "$1/share/sbx"
     cp "$FIXTURES/npu-workload.py" "$1/test/fixtures/"
+    cp -R "$FIXTURES/../../share/sbx/workloads" "$1/share/sbx/"
     chmod -R a+rX "$1"
     export SBX_BROKER_ROOT="$1"
 }
