@@ -2,33 +2,15 @@
 # Runs every test suite and ends with one line "N passed, N failed": the C
 # unit tests (cmocka, TAP), every bats suite as the current user, and the
 # sandbox suites again as the unprivileged user sbxtest (created here).
+# Suites run SBX_CHECK_JOBS at a time (default: cores + 1; they mostly
+# wait), never two of one suite at once, each under a watchdog that fails
+# it after SBX_SUITE_TIMEOUT seconds (default 600), naming the test that hung.
 set -u
 cd "$(dirname "$0")/.."
-top=$(pwd)
 out=$(mktemp -d /tmp/sbx-check.XXXXXX)
 trap 'rm -rf "$out"' EXIT INT TERM
-passed=0
-failed=0
-
-# run_suite NAME CMD...: runs a suite that prints TAP, echoes it, tallies it.
-run_suite() {
-    name=$1
-    shift
-    echo "# --- $name"
-    start=$(date +%s)
-    "$@" > "$out/$name.tap" 2>&1
-    rc=$?
-    cat "$out/$name.tap"
-    echo "# $name took $(( $(date +%s) - start )) s"
-    ok=$(grep -c '^ok ' "$out/$name.tap")
-    bad=$(grep -c '^not ok ' "$out/$name.tap")
-    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
-        echo "# $name exited $rc without reporting a failed test; counted as one failure"
-        bad=1
-    fi
-    passed=$((passed + ok))
-    failed=$((failed + bad))
-}
+JOBS=${SBX_CHECK_JOBS:-$(( $(nproc) + 1 ))}
+SUITE_TIMEOUT=${SBX_SUITE_TIMEOUT:-600}
 
 # The unprivileged user the sandbox suites run as below, and which root's
 # suites launch workloads as (sbx-launch --run-as sbxtest): made first.
@@ -41,31 +23,87 @@ fi
 PATTERN='(^|/)(bwrap|sbx-(httpd|run|launch|egress|egress-bridge|broker|env|npu))( |$)'
 pgrep -f "$PATTERN" > "$out/before.pids" || true
 
-for unit in bin/test/test_*; do
-    [ -x "$unit" ] || continue
-    run_suite "unit-$(basename "$unit")" env CMOCKA_MESSAGE_OUTPUT=TAP "$unit"
-done
+# hung_test FILE TAP: the name of the test after the last one TAP reported
+# (bats numbers a file's tests in order).
+hung_test() {
+    last=$(grep -E '^(not )?ok [0-9]+' "$2" | tail -n 1 | sed -E 's/^(not )?ok ([0-9]+).*/\2/')
+    grep -E '^@test ' "$1" | sed -n "$(( ${last:-0} + 1 ))p" | sed -E 's/^@test "(.*)" *\{$/\1/'
+}
 
-for suite in test/bats/*.bats; do
-    run_suite "$(basename "$suite" .bats)-as-$(id -un)" bats --tap "$suite"
-done
+# run_job NAME FILE CMD...: one suite that prints TAP, under the watchdog
+# (timeout signals its whole process group), never beside another run of
+# FILE; its TAP, time and tally are printed whole when it ends.
+run_job() {
+    name=$1 file=$2
+    shift 2
+    exec 8>"$out/lock.$(basename "$file")"
+    flock 8
+    start=$(date +%s)
+    timeout -k 10 "$SUITE_TIMEOUT" "$@" > "$out/$name.tap" 2>&1
+    rc=$?
+    exec 8>&-
+    ok=$(grep -c '^ok ' "$out/$name.tap")
+    bad=$(grep -c '^not ok ' "$out/$name.tap")
+    {
+        echo "# --- $name"
+        cat "$out/$name.tap"
+        if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+            echo "# $name hung: killed after $SUITE_TIMEOUT s (SBX_SUITE_TIMEOUT) in test: $(hung_test "$file" "$out/$name.tap")"
+            bad=$((bad + 1))
+        elif [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+            echo "# $name exited $rc without reporting a failed test; counted as one failure"
+            bad=1
+        fi
+        echo "# $name took $(( $(date +%s) - start )) s"
+    } > "$out/$name.report"
+    flock "$out/print.lock" cat "$out/$name.report"
+    echo "$ok $bad" > "$out/$name.tally"
+}
 
-# The deployment runs sandboxes as an unprivileged user: run the sandbox
-# suites again as sbxtest, from a copy it can read wherever this tree lives.
+# The deployment runs sandboxes as an unprivileged user: the sandbox suites
+# run again as sbxtest, from a copy it can read wherever this tree lives.
 SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race httpd-remote-node httpd-race httpd-hostile"
+stage="$out/stage"
 if [ "$(id -u)" -eq 0 ]; then
-    stage="$out/stage"
     mkdir -p "$stage"
     cp -R bin test contrib share "$stage/"
     chmod -R a+rX "$stage"
     chmod 755 "$out"
-    for s in $SANDBOX_SUITES; do
-        run_suite "$s-as-sbxtest" runuser -u sbxtest -- env HOME="$stage" TMPDIR=/tmp \
-            bats --tap "$stage/test/bats/$s.bats"
-    done
 else
     echo "# not root: the sbxtest runs and the namespace refusals are skipped"
 fi
+
+# The job list, longest first so the pool ends together: NAME FILE CMD.
+{
+    for suite in $(ls -S test/bats/*.bats); do
+        s=$(basename "$suite" .bats)
+        echo "$s-as-$(id -un) $suite bats --tap $suite"
+        if [ "$(id -u)" -eq 0 ] && echo " $SANDBOX_SUITES " | grep -q " $s "; then
+            echo "$s-as-sbxtest $suite runuser -u sbxtest -- env HOME=$stage TMPDIR=/tmp bats --tap $stage/test/bats/$s.bats"
+        fi
+    done
+    for unit in bin/test/test_*; do
+        [ -x "$unit" ] && echo "unit-$(basename "$unit") $unit env CMOCKA_MESSAGE_OUTPUT=TAP $unit"
+    done
+} > "$out/jobs"
+
+# JOBS workers take the next line of the list in turn.
+echo 0 > "$out/next"
+worker() {
+    while :; do
+        n=$(flock "$out/next" sh -c 'n=$(cat "$1"); echo $((n + 1)) > "$1"; echo $((n + 1))' sh "$out/next")
+        line=$(sed -n "${n}p" "$out/jobs")
+        [ -n "$line" ] || return 0
+        # shellcheck disable=SC2086
+        run_job $line
+    done
+}
+i=0
+while [ "$i" -lt "$JOBS" ]; do
+    worker &
+    i=$((i + 1))
+done
+wait
 
 # Nothing a suite started outlives the run: stragglers get 15 s to exit
 # (a kill is asynchronous), then they are named, killed and counted.
@@ -84,7 +122,16 @@ leftover_check() {
     done
     return 1
 }
-run_suite leftover-processes leftover_check
+leftover_check > "$out/leftover-processes.tap"
+cat "$out/leftover-processes.tap"
+echo "$(grep -c '^ok ' "$out/leftover-processes.tap") $(grep -c '^not ok ' "$out/leftover-processes.tap")" > "$out/leftover.tally"
 
+passed=0
+failed=0
+for t in "$out"/*.tally; do
+    read -r ok bad < "$t"
+    passed=$((passed + ok))
+    failed=$((failed + bad))
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -74,8 +74,8 @@ teardown() { httpd_teardown; }
     read -r READY < "$WORK/ready"
     BASE="http://127.0.0.1:$(jq -r .port <<< "$READY")"
     run curl -sS "$BASE/health"
-    [ "$(jq -c '[.supervisorCapabilities.missing[].capability, .supervisorCapabilities.error]' <<< "$output")" = '["CAP_DAC_READ_SEARCH",null]' ]
-    [ "$(grep -c '"code":"capability-missing"' "$WORK/httpd.err")" = 1 ]
+    [ "$(jq -c '[.supervisorCapabilities.missing[].capability, .supervisorCapabilities.error]' <<< "$output")" = '["CAP_DAC_READ_SEARCH","CAP_SYS_ADMIN",null]' ]
+    [ "$(grep -c '"code":"capability-missing"' "$WORK/httpd.err")" = 2 ] # once for each
     signed /execute-shell "$(shell_request capd 'mkdir -p h && chmod 000 h && id -u')"
     [ "$status_code" = 200 ] && [ "$(jq -r .exitCode <<< "$output")" = 0 ]
     signed /execute-shell "$(shell_request capd2 'echo again')"
