@@ -55,3 +55,12 @@ stage_broker_repo() {
     chmod -R a+rX "$1"
     export SBX_BROKER_ROOT="$1"
 }
+
+# end_jobs: every background job the test started (a connection holder
+# waiting on a FIFO only its success path writes, a client) is killed, so
+# a failed test's teardown never waits for it.
+end_jobs() {
+    local pids
+    pids=$(jobs -p)
+    [ -z "$pids" ] || kill $pids 2>/dev/null || true
+}

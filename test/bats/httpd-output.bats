@@ -112,8 +112,9 @@ nul_heavy() { for i in $(seq 40); do head -c 250000 /dev/zero; printf 'line %d Ã
 }
 
 @test "a run that leaves 30,000 files (4.5 MB of names in createdFiles) still gets its result" {
-    code='for i in $(seq 30000); do : > "f-$i-$(printf %0140d 0)"; done; echo made'
-    signed /execute-shell "$(shell_request many1 "$code" '{"executionTimeoutMs":120000}')"
+    # No process per file (a slow machine forks slowly); a generous budget.
+    code='z=$(printf %0140d 0); for i in $(seq 30000); do : > "f-$i-$z"; done; echo made'
+    signed /execute-shell "$(shell_request many1 "$code" '{"executionTimeoutMs":300000}')"
     [ "$status_code" = 200 ]
     [ "$(jq -c '[.stdout, (.createdFiles | length)]' "$WORK/body")" = '["made\n",30000]' ]
 }

@@ -36,6 +36,7 @@ httpd_stop() {
 
 httpd_teardown() {
     [ -z "${HTTPD_PID:-}" ] || kill "$HTTPD_PID" 2>/dev/null || true
+    end_jobs
     wait 2>/dev/null || true
     launch_teardown
 }

@@ -13,6 +13,7 @@ launch_setup() {
 }
 
 launch_teardown() {
+    end_jobs
     rm -rf "$WORK"
 }
 
