@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,13 +32,41 @@ static json_t *failed(const char *requested, const char *why)
 	return sbx_probe_to_json(&r);
 }
 
+/* Reads the child's answer until EOF or the deadline; -1 past it. */
+static char *read_answer(int fd, int deadline_ms, size_t *len)
+{
+	char *buf = malloc(ANSWER_CAP + 1);
+	*len = 0;
+	while (buf) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int n = poll(&pfd, 1, deadline_ms);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* the deadline: the child is killed below */
+		ssize_t got = read(fd, buf + *len, ANSWER_CAP - *len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got == 0) {
+			buf[*len] = '\0';
+			return buf;
+		}
+		if (got < 0 || (*len += (size_t)got) == ANSWER_CAP)
+			break;
+	}
+	free(buf);
+	return NULL;
+}
+
 json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, int timeout_ms,
-			  struct sbx_probe_result *r)
+			  struct sbx_probe_result *r, bool *trusted)
 {
 	struct sbx_error e;
 	int p[2];
 
+	*trusted = false;
 	if (!as || !as->switch_user) {
+		*trusted = true;
 		sbx_probe_run(requested, timeout_ms, r);
 		return sbx_probe_to_json(r);
 	}
@@ -63,8 +93,14 @@ json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, in
 	}
 	close(p[1]);
 	size_t len = 0;
-	char *text = sbx_read_fd_capped(p[0], ANSWER_CAP, &len, "the probe as the sandbox uid", &e);
+	/* Other processes of that uid can stop or slow the child: its whole
+	 * probe (five bwraps at most) gets a deadline, then it is killed. */
+	if (timeout_ms <= 0)
+		timeout_ms = SBX_PROBE_TIMEOUT_MS;
+	char *text = read_answer(p[0], 6 * timeout_ms, &len);
 	close(p[0]);
+	if (!text)
+		kill(pid, SIGKILL);
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -72,8 +108,9 @@ json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, in
 	free(text);
 	if (!answer) {
 		char why[128];
-		snprintf(why, sizeof(why), "cannot probe as uid %u: the probing child failed", (unsigned)as->uid);
+		snprintf(why, sizeof(why), "cannot probe as uid %u: the probing child failed or timed out", (unsigned)as->uid);
 		return failed(requested, why);
 	}
+	*trusted = true;
 	return answer;
 }

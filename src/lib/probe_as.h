@@ -7,12 +7,14 @@
 #include "run_as.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* The probe's JSON answer, probed as `as` when as->switch_user, else as the
  * caller. r's probed_at is set either way (the rest only for the caller's
- * own probe). Never NULL: a child that cannot probe gives an unusable
- * answer that says why. */
+ * own probe). Never NULL: a child that cannot probe (killed, stopped
+ * past its deadline of six probe timeouts, failed) gives an unusable
+ * answer that says why, with *trusted false: never to be cached. */
 json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, int timeout_ms,
-			  struct sbx_probe_result *r);
+			  struct sbx_probe_result *r, bool *trusted);
 
 #endif

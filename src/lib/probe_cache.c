@@ -165,9 +165,10 @@ static void store(const char *path, json_t *key, const struct sbx_probe_result *
 	json_decref(record);
 }
 
-static json_t *probe_now(const struct sbx_probe_request *req, struct sbx_probe_result *r)
+static json_t *probe_now(const struct sbx_probe_request *req, struct sbx_probe_result *r, bool *trusted)
 {
-	return sbx_probe_json_as(req->as, sbx_bwrap_requested(req->bwrap), req->timeout_ms, r);
+	bool ignored;
+	return sbx_probe_json_as(req->as, sbx_bwrap_requested(req->bwrap), req->timeout_ms, r, trusted ? trusted : &ignored);
 }
 
 static json_t *mark(json_t *answer, bool cached)
@@ -183,19 +184,19 @@ json_t *sbx_probe(const struct sbx_probe_request *req)
 	char dir[PATH_MAX], path[PATH_MAX], lock_path[PATH_MAX + 8];
 
 	if (req->cache_dir && !*req->cache_dir)
-		return mark(probe_now(req, &r), false);
+		return mark(probe_now(req, &r, NULL), false);
 	sbx_error_set(&e, 0, "", "cache directory path too long");
 	if (resolve_dir(req, dir, sizeof(dir)) != 0 || sbx_mkdir_p(dir, 0700, &e) != 0) {
 		sbx_diag("warning", "probe-cache-unavailable", "Pass --cache-dir or set SBX_DATA_DIR.",
 			 "probe cache directory unusable (%s); probing without a cache", e.message);
-		return mark(probe_now(req, &r), false);
+		return mark(probe_now(req, &r, NULL), false);
 	}
 
 	json_t *key = cache_key(req);
 	json_t *answer = NULL;
 	if (record_path(dir, key, path, sizeof(path)) != 0) {
 		json_decref(key);
-		return mark(probe_now(req, &r), false);
+		return mark(probe_now(req, &r, NULL), false);
 	}
 	if (!req->refresh && (answer = fresh_answer(path, key))) {
 		json_decref(key);
@@ -211,8 +212,10 @@ json_t *sbx_probe(const struct sbx_probe_request *req)
 	if (!req->refresh && (answer = fresh_answer(path, key))) {
 		mark(answer, true);
 	} else {
-		answer = mark(probe_now(req, &r), false);
-		store(path, key, &r, answer);
+		bool trusted;
+		answer = mark(probe_now(req, &r, &trusted), false);
+		if (trusted) /* a child that was killed or stalled never speaks for every uid */
+			store(path, key, &r, answer);
 	}
 	if (lock >= 0)
 		close(lock);

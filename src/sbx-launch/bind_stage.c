@@ -66,8 +66,10 @@ int sbx_bind_stage(struct sbx_launch_plan *plan, struct sbx_error *e)
 
 	if (plan->n_bind == 0)
 		return 0;
+	/* A /run/sbx-launch that is not root's directory is tampering: said,
+	 * never silently worked around. */
 	if (stage_dir(e) != 0)
-		return 1;
+		return -1;
 	/* Clones of the very objects the fds hold, taken in the namespace they
 	 * live in (a bind across namespaces is refused); nothing is walked. */
 	for (; n < plan->n_bind; n++) {

@@ -153,7 +153,7 @@ check_runs() {
 @test "a default container: sbx-run runs shell and python as the workspace's uid without CAP_DAC_READ_SEARCH" {
     run --separate-stderr ctr --network none -- sh -c "$RUN_SCRIPT"
     assert_success
-    check_runs '["CAP_DAC_READ_SEARCH"]'
+    check_runs '["CAP_DAC_READ_SEARCH","CAP_SYS_ADMIN"]'
     [[ "$stderr" == *'"code":"capability-missing"'*CAP_DAC_READ_SEARCH* ]]
 }
 
