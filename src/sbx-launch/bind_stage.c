@@ -26,8 +26,10 @@ static int stage_dir(struct sbx_error *e)
 {
 	struct stat st;
 
-	if (mkdir(SBX_BIND_STAGE_DIR, 0755) != 0 && errno != EEXIST)
-		return fail(e, "mkdir " SBX_BIND_STAGE_DIR);
+	if (mkdir(SBX_BIND_STAGE_DIR, 0755) != 0 && errno != EEXIST) {
+		fail(e, "mkdir " SBX_BIND_STAGE_DIR);
+		return 1; /* a read-only /run (a container): not staged */
+	}
 	if (lstat(SBX_BIND_STAGE_DIR, &st) != 0)
 		return fail(e, "lstat " SBX_BIND_STAGE_DIR);
 	if (!S_ISDIR(st.st_mode) || st.st_uid != 0) {
@@ -68,8 +70,9 @@ int sbx_bind_stage(struct sbx_launch_plan *plan, struct sbx_error *e)
 		return 0;
 	/* A /run/sbx-launch that is not root's directory is tampering: said,
 	 * never silently worked around. */
-	if (stage_dir(e) != 0)
-		return -1;
+	int dir = stage_dir(e);
+	if (dir != 0)
+		return dir;
 	/* Clones of the very objects the fds hold, taken in the namespace they
 	 * live in (a bind across namespaces is refused); nothing is walked. */
 	for (; n < plan->n_bind; n++) {

@@ -13,8 +13,8 @@
  * by fds of those mounts, so every component of the path bwrap walks is
  * root's and world-searchable wherever the host object lives. As root,
  * before the switch. 0: staged (or nothing to stage); 1: not staged, the
- * plan unchanged (no CAP_SYS_ADMIN: every bound object must then be
- * reachable by the workload uid); -1 (and why) when /run/sbx-launch is
+ * plan unchanged (no CAP_SYS_ADMIN or a read-only /run: every bound
+ * object must then be reachable by the workload uid); -1 (and why) when /run/sbx-launch is
  * not a root-owned directory or a namespace could not be finished. */
 int sbx_bind_stage(struct sbx_launch_plan *plan, struct sbx_error *e);
 
