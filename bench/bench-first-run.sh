@@ -21,17 +21,9 @@ mkdir -p "$ws" && chmod 777 "$ws"
 
 export SBX_DATA_DIR="$work/data"
 printf '{"argv":["/usr/bin/bash","--noprofile","--norc","-euo","pipefail","-c","true"],"workspace":"%s"}\n' "$ws" > "$work/spec.json"
-bin/sbx-launch --dry-run "$work/spec.json" > "$work/dry.json"
-mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
-# The anchor hands bwrap the very fds sbx-launch does: passwd and group as
-# data (6, 7), the workspace (8).
-[ "$(jq -c '[.binds[].fd]' "$work/dry.json")" = "[6,7,8]" ] || { echo "unexpected binds: $(jq -c .binds "$work/dry.json")"; exit 1; }
-filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
+sandbox_anchor "$work/spec.json" "$ws"
 unset SBX_DATA_DIR
-as_workload_uid "$work/dry.json"
-passwd=$(printf 'sbx:x:%s:%s:sbx sandbox user:/tmp:/bin/sh' "$(jq .runAs.uid "$work/dry.json")" "$(jq .runAs.gid "$work/dry.json")")
-group=$(printf 'sbx:x:%s:' "$(jq .runAs.gid "$work/dry.json")")
-raw() { "${as_user[@]}" "${argv[@]}" 3<"$filter" 6< <(echo "$passwd") 7< <(echo "$group") 8<"$ws"; }
+raw() { anchor; }
 
 seq_no=0
 # post WS: one signed /execute-shell of `true` in WS; curl's time_total in

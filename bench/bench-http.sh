@@ -22,13 +22,8 @@ mkdir -p "$ws" && chmod 777 "$ws"
 # The anchor: the very sandbox sbx-launch builds, run by bwrap directly.
 export SBX_DATA_DIR="$work/data"
 printf '{"argv":["/usr/bin/bash","--noprofile","--norc","-euo","pipefail","-c","true"],"workspace":"%s"}\n' "$ws" > "$work/spec.json"
-bin/sbx-launch --dry-run "$work/spec.json" > "$work/dry.json"
-mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
-# The workspace reaches bwrap as fd 6 (--bind-fd): the anchor passes it the same way.
-[ "$(jq -c '[.binds[].fd]' "$work/dry.json")" = "[6]" ] || { echo "unexpected binds: $(jq -c .binds "$work/dry.json")"; exit 1; }
-filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
+sandbox_anchor "$work/spec.json" "$ws"
 unset SBX_DATA_DIR
-as_workload_uid "$work/dry.json"
 
 request() {
     jq -cn --arg id "$1" --arg ws "$ws" '{agentId: "main", code: "true", executionId: $id, workspaceRoot: $ws,
@@ -41,7 +36,7 @@ request warm; curl -sS -o /dev/null "$base/execute-shell" -H "authorization: Bea
 
 direct=() http=()
 for ((i = 0; i < N; i++)); do
-    t0=$(date +%s%N); "${as_user[@]}" "${argv[@]}" 3<"$filter" 6<"$ws"; t1=$(date +%s%N)
+    t0=$(date +%s%N); anchor; t1=$(date +%s%N)
     direct+=($((t1 - t0)))
     request "b$i"
     t=$(curl -sS -o "$work/out" -w '%{time_total}' "$base/execute-shell" -H "authorization: Bearer bench-token" \
@@ -71,7 +66,7 @@ jq -r '"concurrent clients:                 \(.clients) x \(.runs / .clients) sy
 
 # The concurrent anchor: CONC_CLIENTS loops, each launching the raw sandbox
 # of `true` CONC_RUNS times one after another, as many at once as clients.
-raw_loop() { local i; for ((i = 0; i < CONC_RUNS; i++)); do "${as_user[@]}" "${argv[@]}" 3<"$filter" 6<"$ws" || exit 1; done; }
+raw_loop() { local i; for ((i = 0; i < CONC_RUNS; i++)); do anchor || exit 1; done; }
 t0=$(date +%s%N) loops=()
 for ((k = 0; k < CONC_CLIENTS; k++)); do raw_loop & loops+=($!); done
 for l in "${loops[@]}"; do wait "$l" || { echo "a raw sandbox launch failed" >&2; exit 1; }; done

@@ -16,20 +16,14 @@ export SBX_DATA_DIR="$work/data"
 spec="$work/spec.json"
 printf '{"argv":["/bin/true"],"workspace":"%s"}\n' "$work/ws" > "$spec"
 
-bin/sbx-launch --dry-run "$spec" > "$work/dry.json"
-mapfile -t argv < <(jq -r '.argv[]' "$work/dry.json")
-# The workspace reaches bwrap as fd 6 (--bind-fd): the anchor passes it the same way.
-[ "$(jq -c '[.binds[].fd]' "$work/dry.json")" = "[6]" ] || { echo "unexpected binds: $(jq -c .binds "$work/dry.json")"; exit 1; }
-filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
 bin/sbx-launch "$spec"    # warm every cache once
-
-as_workload_uid "$work/dry.json"
+sandbox_anchor "$spec" "$work/ws"
 direct=() launch=() bare=() switched=()
 for ((i = 0; i < N; i++)); do
-    t0=$(date +%s%N); "${argv[@]}" 3<"$filter" 6<"$work/ws"; t1=$(date +%s%N)
+    t0=$(date +%s%N); anchor --caller; t1=$(date +%s%N)
     bin/sbx-launch "$spec"; t2=$(date +%s%N)
     /bin/true; t3=$(date +%s%N)
-    "${as_user[@]}" "${argv[@]}" 3<"$filter" 6<"$work/ws"; t4=$(date +%s%N)
+    anchor; t4=$(date +%s%N)
     direct+=($((t1 - t0))) launch+=($((t2 - t1))) bare+=($((t3 - t2))) switched+=($((t4 - t3)))
 done
 md=$(median "${direct[@]}") ml=$(median "${launch[@]}") mb=$(median "${bare[@]}") ms=$(median "${switched[@]}")

@@ -16,21 +16,18 @@ mkdir "$work/ws"
 export SBX_DATA_DIR="$work/data"
 printf '{"argv":["/bin/true"],"workspace":"%s"}\n' "$work/ws" > "$work/spec.json"
 bin/sbx-launch "$work/spec.json"    # owns the workspace, warms every cache
-bin/sbx-launch --dry-run "$work/spec.json" > "$work/dry.json"
-mapfile -t ours < <(jq -r '.argv[]' "$work/dry.json")
-filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
-as_workload_uid "$work/dry.json"
-ident() { jq -r --arg k "$1" '.argv as $a | [range(0; $a | length) | select($a[.] == "--ro-bind" and $a[. + 2] == $k) | $a[. + 1]][0]' "$work/dry.json"; }
+sandbox_anchor "$work/spec.json" "$work/ws"
+ours=("${argv[@]}")
 upstream=(/usr/bin/bwrap --die-with-parent --unshare-all --unshare-user)
 grep -q -- '--disable-userns' <<< "${ours[*]}" && upstream+=(--disable-userns)
-upstream+=(--cap-drop ALL --ro-bind /usr /usr --ro-bind "$(ident /etc/passwd)" /etc/passwd --ro-bind "$(ident /etc/group)" /etc/group)
+upstream+=(--cap-drop ALL --ro-bind /usr /usr --perms 0444 --ro-bind-data 6 /etc/passwd --perms 0444 --ro-bind-data 7 /etc/group)
 for d in /etc/alternatives /etc/fonts /etc/ssl/certs /etc/pki/tls/certs /etc/pki/ca-trust; do
     [ ! -e "$d" ] || upstream+=(--ro-bind "$d" "$d")
 done
 upstream+=(--symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64)
 grep -q -- '--proc /proc' <<< "${ours[*]}" && upstream+=(--proc /proc) || upstream+=(--ro-bind /proc /proc)
-upstream+=(--dev /dev --tmpfs /tmp --bind-fd 6 /workspace --chdir /workspace --clearenv)
-mapfile -t envs < <(jq -r '.env | to_entries[] | .key, .value' "$work/dry.json")
+upstream+=(--dev /dev --tmpfs /tmp --bind-fd 8 /workspace --chdir /workspace --clearenv)
+mapfile -t envs < <(jq -r '.env | to_entries[] | .key, .value' "$work/spec.json.dry")
 for ((i = 0; i < ${#envs[@]}; i += 2)); do upstream+=(--setenv "${envs[i]}" "${envs[i + 1]}"); done
 upstream+=(--seccomp 3 -- /bin/true)
 
@@ -45,7 +42,7 @@ without() {
     done
 }
 ns() { date +%s%N; }
-run() { local s; s=$(ns); "${as_user[@]}" "$@" 3<"$filter" 6<"$work/ws"; echo $(( $(ns) - s )); }
+run() { local s; s=$(ns); "${as_user[@]}" "$@" 3<"$filter" 6< <(echo "$anchor_passwd") 7< <(echo "$anchor_group") 8<"$work/ws"; echo $(( $(ns) - s )); }
 cases=("--new-session 0" "--disable-userns 0" "--remount-ro 1" "--size 3" "--ro-bind-try 2")
 a=() b=()
 declare -A t
