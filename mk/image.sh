@@ -55,7 +55,10 @@ if [ ! -s "$base_tar" ]; then
     # essential: dpkg and the Essential set only (no apt in the image: it is
     # never updated in place, it is rebuilt). Docs, man pages and locales
     # of the Debian packages are left out; copyright files stay.
-    mmdebstrap --variant=essential --format=tar --quiet \
+    # The archive is the one network dependency of the build: a dropped
+    # connection or a mirror mid-sync fails one download, so three tries.
+    try=1
+    until mmdebstrap --variant=essential --format=tar --quiet \
         --include="$(echo $PACKAGES | tr ' ' ,)" \
         --dpkgopt='path-exclude=/usr/share/doc/*' \
         --dpkgopt='path-include=/usr/share/doc/*/copyright' \
@@ -64,7 +67,13 @@ if [ ! -s "$base_tar" ]; then
         --dpkgopt='path-exclude=/usr/share/locale/*' \
         --customize-hook="chroot \"\$1\" $HOOK" \
         --customize-hook='rm -rf "$1"/var/cache/* "$1"/var/lib/apt/lists/* "$1"/var/log/*' \
-        "$SUITE" "$base_tar.tmp" "$MIRRORS"
+        "$SUITE" "$base_tar.tmp" "$MIRRORS"; do
+        rm -f "$base_tar.tmp"
+        [ "$try" -lt 3 ] || die "mmdebstrap failed $try times (is deb.debian.org reachable?)"
+        echo "image: mmdebstrap failed (try $try of 3); again in $((try * 10)) s"
+        sleep $((try * 10))
+        try=$((try + 1))
+    done
     mv "$base_tar.tmp" "$base_tar"
     # Older bases (another recipe) are dropped with their images.
     for old in "$OUT"/base-*.tar; do
