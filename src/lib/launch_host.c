@@ -1,5 +1,6 @@
 /* launch_host.c — scanning the host paths a launch binds or masks. */
 #include "launch_host.h"
+#include "beneath.h"
 #include "exitcodes.h"
 #include "path.h"
 #include "run_sandbox.h"
@@ -150,9 +151,19 @@ int sbx_launch_host_open_read_only(struct sbx_launch_host *h, const struct sbx_s
 				      SBX_LAUNCH_READ_ONLY_MAX);
 			return -1;
 		}
-		int fd = open(paths->items[i], O_PATH | O_CLOEXEC);
+		/* No symlink on the way: a path that was canonical when given
+		 * cannot be redirected since by a component swapped for one
+		 * (a wheel's directory lies in a workspace the workload owns). */
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int fd = root < 0 ? -1 : sbx_open_beneath(root, paths->items[i] + 1, O_PATH, SBX_BENEATH_NO_SYMLINKS);
+		if (root >= 0) {
+			int saved = errno;
+			close(root);
+			errno = saved;
+		}
 		if (fd < 0) {
-			sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: %.300s: %s", field, paths->items[i], strerror(errno));
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%s: %.300s: %s", field, paths->items[i],
+				      errno == ELOOP ? "a symlink on the path (it must be canonical)" : strerror(errno));
 			return -1;
 		}
 		h->read_only_fd[h->n_read_only++] = fd;

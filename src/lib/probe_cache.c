@@ -5,6 +5,7 @@
 #include "probe_cache.h"
 #include "atomic_file.h"
 #include "bwrap.h"
+#include "clock.h"
 #include "datadir.h"
 #include "diag.h"
 #include "fnv.h"
@@ -177,6 +178,25 @@ static json_t *mark(json_t *answer, bool cached)
 	return answer;
 }
 
+/* flock(LOCK_EX) within ms: the prober holding it is bounded by its own
+ * deadline, so its waiters are too. Polled with a backoff of 1 to 50 ms
+ * (flock has no timed wait, and an alarm is no tool in a threaded daemon). */
+static int lock_within(int fd, int ms)
+{
+	long long deadline = sbx_mono_ms() + ms;
+	long step_us = 1000;
+	while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (sbx_mono_ms() >= deadline)
+			return -1;
+		usleep((useconds_t)step_us);
+		if (step_us < 50000)
+			step_us *= 2;
+	}
+	return 0;
+}
+
 json_t *sbx_probe(const struct sbx_probe_request *req)
 {
 	struct sbx_probe_result r;
@@ -206,9 +226,12 @@ json_t *sbx_probe(const struct sbx_probe_request *req)
 	/* One prober at a time per record; a waiter then finds the new answer. */
 	snprintf(lock_path, sizeof(lock_path), "%s.lock", path);
 	int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lock >= 0)
-		while (flock(lock, LOCK_EX) != 0 && errno == EINTR)
-			;
+	if (lock >= 0 && lock_within(lock, 6 * (req->timeout_ms > 0 ? req->timeout_ms : SBX_PROBE_TIMEOUT_MS)) != 0) {
+		/* A holder past every deadline a prober has (stopped, or
+		 * hung in the kernel): probe without it, as with no lock. */
+		close(lock);
+		lock = -1;
+	}
 	if (!req->refresh && (answer = fresh_answer(path, key))) {
 		mark(answer, true);
 	} else {

@@ -5,6 +5,7 @@
 #include "child_env.h"
 #include "clock.h"
 #include "exitcodes.h"
+#include "sys_admin_cap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +60,8 @@ int sbx_spawn_child_setup(const struct sbx_spawn *s)
 		if (syscall(SYS_setresuid, 0, 0, 0) == 0)
 			return EPERM;
 	}
+	if (s->helper)
+		sbx_helper_bounds_narrow();
 	/* After the switch: a change of credentials clears the signal. */
 	if (s->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -20,6 +20,7 @@ struct sbx_spawn {
 	bool new_process_group;  /* setpgid(0, 0) so the group can be killed */
 	bool new_session;        /* setsid(): away from the caller's terminal */
 	bool die_with_parent;    /* PR_SET_PDEATHSIG SIGKILL */
+	bool helper;             /* a root helper: sys_admin and dac_override leave its bounding set */
 	const int *cgroup_procs_fds; /* n_cgroup_procs fds; each > 0 gets the child's pid first */
 	size_t n_cgroup_procs;
 	const char *cwd;         /* NULL: this process's; a failed chdir fails the start */

@@ -47,6 +47,9 @@ struct config {
 /* Reads and validates every variable of runner-api 1.2 that applies; a bad
  * value stops startup with a message naming the variable. */
 void config_load(struct config *c);
+/* data_reach.c: as root, warns at startup when a directory above the data
+ * dir is not searchable by the workspaces' uids (NPU broker jobs need it). */
+void httpd_check_data_reach(const char *data_dir, gid_t sandbox_gid);
 
 /* The programs sbx-httpd drives, found next to it. */
 struct programs {

@@ -106,6 +106,7 @@ static void prepare_data_dir(const struct config *c)
 			die("data-dir-unusable", "SCIENCE_AGENT_DATA_DIR: %s: cannot restrict it to root and the sandbox group", c->data_dir);
 		close(dfd);
 		warn_group_members(&who);
+		httpd_check_data_reach(c->data_dir, who.gid);
 	}
 	snprintf(path, sizeof(path), "%s/.write-check-XXXXXX", c->data_dir);
 	int fd = mkstemp(path);

@@ -16,6 +16,7 @@
 #include "../lib/run_as.h"
 #include "../lib/seccomp_build.h"
 #include "../lib/seccomp_table.h"
+#include "../lib/sys_admin_cap.h"
 #include "../lib/workspace_owner.h"
 #include "../lib/atomic_file.h"
 #include "bind_stage.h"
@@ -253,6 +254,9 @@ int main(int argc, char **argv)
 	sbx_diag_program("sbx-launch");
 	sbx_stdio_sanitize();
 	parse_options(argc, argv, &o);
+	/* sys_admin (a root sbx-run leaves it in the bounding set) is for the
+	 * bind staging alone: not effective before it, gone after it. */
+	(void)sbx_sys_admin_effective(false);
 	if (o.list_seccomp)
 		return list_seccomp();
 	json_t *given_caps = capabilities_file(&o);
@@ -291,7 +295,12 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	if (sbx_launch_plan_build(&spec, &profile, &host, &id, &plan, &e) != 0)
 		sbx_die(&e);
-	int stage = who.switch_user && !o.dry_run ? sbx_bind_stage(&plan, &e) : 1;
+	int stage = 1;
+	if (who.switch_user && !o.dry_run) {
+		(void)sbx_sys_admin_effective(true);
+		stage = sbx_bind_stage(&plan, &e);
+	}
+	sbx_sys_admin_drop();
 	if (stage < 0)
 		sbx_die(&e);
 	staged = stage == 0;

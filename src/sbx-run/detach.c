@@ -2,11 +2,10 @@
  * store collection): nobody's child, its own session, fd 3 handed over. */
 #include "run.h"
 #include "../lib/exitcodes.h"
+#include "../lib/sys_admin_cap.h"
 
 #include <fcntl.h>
 #include <signal.h>
-#include <linux/capability.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,9 +37,9 @@ int run_detach(const char *const *argv, char *const *envp, const char *err_path,
 			setpriority(PRIO_PROCESS, 0, 19);
 			syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_IDLE);
 		}
-		/* dac_override, held where it stands in for dac_read_search, is
-		 * sbx-run's and sbx-launch's walks' only: no helper's. */
-		(void)prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0);
+		/* dac_override (where it stands in for dac_read_search) and
+		 * sys_admin are sbx-run's and sbx-launch's only: no helper's. */
+		sbx_helper_bounds_narrow();
 		execve(argv[0], (char *const *)argv, envp);
 		_exit(SBX_EXIT_INTERNAL);
 	}

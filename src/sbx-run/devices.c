@@ -29,7 +29,8 @@ int run_devices_attach(struct run *r, struct sbx_error *e)
 	for (size_t i = 0; i < q->n_chips; i++)
 		snprintf(chips + strlen(chips), sizeof(chips) - strlen(chips), "%s%d", i ? "," : "", q->chips[i]);
 	const char *argv[] = { npu, "--vendor", q->device_vendor, "fragment", "--chips", chips, NULL };
-	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .new_process_group = true, .die_with_parent = true };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .new_process_group = true, .die_with_parent = true,
+			       .helper = true };
 	struct sbx_capture c;
 	if (sbx_spawn_capture(&s, FRAGMENT_TIMEOUT_MS, FRAGMENT_CAP, &c, e) != 0)
 		return -1;

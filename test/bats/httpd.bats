@@ -484,3 +484,22 @@ teardown() { httpd_teardown; }
     signed /execute-shell "$(shell_request exact1 'sleep 2; echo done' '{"executionTimeoutMs": 3000}')"
     assert_equal "$status_code $(jq_out .exitCode) $(jq_out .stdout)" "200 0 done"
 }
+
+@test "as root, a data dir below a 0700 directory: executions work (binds staged by fd) and the startup names the directory NPU broker jobs cannot pass" {
+    [ "$(id -u)" -eq 0 ] || skip "the workspaces run as other uids as root only"
+    httpd_stop
+    mkdir -p "$WORK/private" && chmod 700 "$WORK/private"
+    : > "$WORK/httpd.err"
+    httpd_start SCIENCE_AGENT_DATA_DIR="$WORK/private/data"
+    [ "$(grep -c '"code":"data-dir-unreachable"' "$WORK/httpd.err")" = 1 ]
+    [ "$(jq -r 'select(.code == "data-dir-unreachable") | .message' "$WORK/httpd.err" | cut -d' ' -f1-3)" = "$WORK/private (mode 0700)" ]
+    PROJECT="$WORK/private/data/projects/p1"
+    mkdir -p "$PROJECT" && chmod 777 "$PROJECT"
+    signed /execute-shell "$(shell_request priv 'echo inside > f; cat f')"
+    [ "$status_code" = 200 ] && [ "$(jq -r .stdout <<< "$output")" = inside ]
+    # A searchable parent: no warning.
+    httpd_stop
+    : > "$WORK/httpd.err"
+    httpd_start
+    [ "$(grep -c '"code":"data-dir-unreachable"' "$WORK/httpd.err")" = 0 ]
+}

@@ -287,3 +287,21 @@ PY
     run --separate-stderr sbx-launch --dry-run - <<<"$(spec_sh true '{"maxProcesses":0,"maxOpenFiles":128}')"
     assert_equal "$(jq -c .rlimits <<<"$output")" '{"processes":0,"openFiles":128,"fileSize":-1,"addressSpace":0}'
 }
+
+@test "readOnlyPaths: bound read-only where given; a symlink anywhere on the path or a '..' is refused naming the field" {
+    mkdir -p "$WORK/ro/data" && echo shared > "$WORK/ro/data/f"
+    chmod -R a+rX "$WORK/ro"
+    in_sandbox "cat $WORK/ro/data/f; touch $WORK/ro/data/g 2>/dev/null && echo WRITABLE || echo ro" \
+        "{\"readOnlyPaths\":[\"$WORK/ro/data\"]}"
+    assert_success
+    assert_output $'shared\nro'
+    # A component swapped for a symlink (what a workload can do to a path
+    # in its workspace) redirects nothing: the open follows no symlink.
+    ln -s "$WORK/ro" "$WORK/link"
+    in_sandbox 'true' "{\"readOnlyPaths\":[\"$WORK/link/data\"]}"
+    assert_failure 2
+    assert_equal "$(jq -r .message <<<"$stderr")" "readOnlyPaths: $WORK/link/data: a symlink on the path (it must be canonical)"
+    in_sandbox 'true' "{\"readOnlyPaths\":[\"$WORK/ro/../ro/data\"]}"
+    assert_failure 2
+    assert_equal "$(jq -r .message <<<"$stderr")" "readOnlyPaths[0]: must be an absolute path without '.', '..' or empty segments"
+}

@@ -171,3 +171,25 @@ dev() { jq -c --argjson i "$1" '.devices[] | select(.hostIndex == $i)' <<<"$outp
     assert_failure 3
     assert_equal "$(jq_out .sandboxUnusableReason)" "GPU 1 is no longer present on this machine."
 }
+
+@test "as root, sbx-run's helpers (sbx-npu here) never hold CAP_SYS_ADMIN or CAP_DAC_OVERRIDE, though sbx-run keeps sys_admin bounded for sbx-launch" {
+    [ "$(id -u)" -eq 0 ] || skip "the bounding set is narrowed as root only"
+    # A copy of sbx-run beside a stand-in sbx-npu that records its own
+    # bounding set and its parent's (sbx-run's), then fails the fragment.
+    mkdir -p "$WORK/bin"
+    cp "$SBX_BIN/sbx-run" "$SBX_BIN/sbx-launch" "$WORK/bin/"
+    cat > "$WORK/bin/sbx-npu" <<SH
+#!/bin/sh
+grep ^CapBnd: /proc/\$PPID/status > "$WORK/parent.caps"
+grep ^CapBnd: /proc/self/status > "$WORK/helper.caps"
+echo "no chips here" >&2
+exit 1
+SH
+    chmod 755 "$WORK/bin/sbx-npu"
+    run --separate-stderr "$WORK/bin/sbx-run" --state-dir "$WORK/state" - <<<"$(jq -cn --arg ws "$WS" '{executionId: "caps", language: "shell", code: "true", workspace: $ws, devices: {chips: [4]}}')"
+    assert_failure
+    bit() { local m; m=$(awk '{print $2}' "$1"); echo $(( (0x$m >> $2) & 1 )); }
+    assert_equal "parent sys_admin $(bit "$WORK/parent.caps" 21)" "parent sys_admin 1"
+    assert_equal "helper sys_admin $(bit "$WORK/helper.caps" 21)" "helper sys_admin 0"
+    assert_equal "helper dac_override $(bit "$WORK/helper.caps" 1)" "helper dac_override 0"
+}

@@ -177,3 +177,17 @@ COLD=5
     [ "$(jq_out .usable)" = true ]
     [[ "$stderr" == *'"code":"probe-cache-unavailable"'* ]]
 }
+
+@test "a lock holder that never lets go delays a prober by its deadline (six probe timeouts), never for ever" {
+    sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" >/dev/null 2>&1
+    [ "$(calls)" -eq "$COLD" ]
+    # This shell holds the record's lock (its own open file description:
+    # the prober's open conflicts with it) for the whole test.
+    exec 9>"$(record).lock"
+    flock -x 9
+    run --separate-stderr timeout 60 sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --refresh --timeout-ms 100
+    exec 9>&-
+    assert_success
+    [ "$(jq_out .cached)" = false ]
+    [ "$(calls)" -eq $((2 * COLD)) ]
+}
