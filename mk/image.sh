@@ -57,8 +57,11 @@ if [ ! -s "$base_tar" ]; then
     # of the Debian packages are left out; copyright files stay.
     # The archive is the one network dependency of the build: a dropped
     # connection or a mirror mid-sync fails one download, so three tries.
+    # Not --quiet: its apt download step failed every try under the test
+    # pool where the default (one "I:" line per step, apt's own errors)
+    # never did, and a failure then says why.
     try=1
-    until mmdebstrap --variant=essential --format=tar --quiet \
+    until mmdebstrap --variant=essential --format=tar \
         --include="$(echo $PACKAGES | tr ' ' ,)" \
         --dpkgopt='path-exclude=/usr/share/doc/*' \
         --dpkgopt='path-include=/usr/share/doc/*/copyright' \
