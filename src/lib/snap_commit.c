@@ -114,13 +114,39 @@ static void cache_path_of(int wsfd, const char *store, char *out, size_t size)
 		 (unsigned long long)sbx_fnv1a64(SBX_FNV_INIT, real, strlen(real)));
 }
 
-/* Every object durable before the ref that reaches them moves. */
-static int sync_and_move_ref(struct commit *c, const char *ref, const char *digest)
+/* fsync of one object and of its directory (the entry too must last). */
+static bool sync_object(const char *store, const char *digest)
 {
-	int storefd = open(c->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int synced = storefd >= 0 && syncfs(storefd) == 0;
-	if (storefd >= 0)
-		close(storefd);
+	char path[PATH_MAX], dir[PATH_MAX];
+	if (sbx_snap_object_path(store, digest, path, sizeof(path)) != 0)
+		return false;
+	snprintf(dir, sizeof(dir), "%s/objects/%.2s", store, digest + 7);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool ok = fd >= 0 && dfd >= 0 && fsync(fd) == 0 && fsync(dfd) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	return ok;
+}
+
+/* Every object durable before the ref that reaches them moves. A commit
+ * that hashed no file names, beyond what the stat cache vouches for (it
+ * is saved only after such a sync), the manifest alone: that object is
+ * synced (it may be a concurrent commit's, not synced yet), not the whole
+ * file system; one whose manifest the cache vouches for needs none. */
+static int sync_and_move_ref(struct commit *c, const char *ref, const char *digest, bool manifest_only,
+			     bool vouched)
+{
+	bool synced;
+	if (manifest_only) {
+		synced = vouched || sync_object(c->store, digest);
+	} else {
+		int storefd = open(c->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		synced = storefd >= 0 && syncfs(storefd) == 0;
+		if (storefd >= 0)
+			close(storefd);
+	}
 	if (!synced) {
 		sbx_error_set(c->e, SBX_EXIT_INTERNAL, "store-write", "%.300s: cannot sync: %s", c->store, strerror(errno));
 		return -1;
@@ -214,7 +240,8 @@ json_t *sbx_snap_commit_scanned(int wsfd, const char *store, const char *ref, st
 		goto done;
 	/* The ref already there: nothing moves (its objects were made durable
 	 * before it was written), no sync, no log line. */
-	if (!(ref && ref_is(&c, ref, digest)) && sync_and_move_ref(&c, ref, digest) != 0)
+	if (!(ref && ref_is(&c, ref, digest)) &&
+	    sync_and_move_ref(&c, ref, digest, hashed == 0 && !stored, cached && !strcmp(cached, digest)) != 0)
 		goto done;
 	if (!cached)
 		sbx_statcache_save(cache_path, s, digest);

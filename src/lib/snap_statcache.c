@@ -201,7 +201,10 @@ void sbx_statcache_save(const char *path, const struct sbx_snap_scan *s, const c
 	char sum[SBX_SHA256_HEX_LEN + 1];
 	sbx_sha256_hex(out + sizeof(h), len - sizeof(h), sum);
 	memcpy(out + offsetof(struct header, body_sha256), sum, SBX_SHA256_HEX_LEN);
-	sbx_atomic_write(path, out, len, 0600, &ignored);
+	/* A cache: written after the objects it vouches for were synced,
+	 * self-checking (magic, body digest), so a power cut can only lose
+	 * it (a rehash), never make it lie. No fsync. */
+	sbx_atomic_replace(path, out, len, 0600, false, &ignored);
 	free(out);
 }
 

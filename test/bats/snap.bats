@@ -360,3 +360,23 @@ obj() {
     assert_failure 2
     [[ "$stderr" == *"--lock-fd 5 is not"*gc.lock* ]]
 }
+
+@test "a commit syncs what it names and no more: syncfs after new objects, one object's fsync for a known tree under a new ref, none for a cached one" {
+    command -v strace >/dev/null || skip "strace is not installed (mk/deps.sh installs it)"
+    syncs() { strace -f -qq -e trace=syncfs,fsync -o "$BATS_TEST_TMPDIR/trace" sbx-snap commit "$1" --store "$STORE" --ref "$2" >/dev/null &&
+        echo "$(grep -c '^[0-9]* *syncfs(' "$BATS_TEST_TMPDIR/trace") $(grep -c '^[0-9]* *fsync(' "$BATS_TEST_TMPDIR/trace")"; }
+    # New files: their objects are made durable at once, by syncfs.
+    read -r sfs fs <<< "$(syncs "$WS" main)"
+    [ "$sfs" = 1 ]
+    # A tree the store holds (the empty one), a new workspace and ref:
+    # nothing hashed, the manifest object alone is synced (file and
+    # directory), then the ref (file, directory) and its log.
+    mkdir "$BATS_TEST_TMPDIR/empty"
+    sbx-snap commit "$BATS_TEST_TMPDIR/empty" --store "$STORE" --ref first-empty >/dev/null
+    mkdir "$BATS_TEST_TMPDIR/empty2"
+    read -r sfs fs <<< "$(syncs "$BATS_TEST_TMPDIR/empty2" second-empty)"
+    [ "$sfs" = 0 ] && [ "$fs" = 5 ]
+    # Unchanged and cached under its own ref: the ref already holds it.
+    read -r sfs fs <<< "$(syncs "$BATS_TEST_TMPDIR/empty2" second-empty)"
+    [ "$sfs" = 0 ] && [ "$fs" = 0 ]
+}
