@@ -53,7 +53,7 @@ static void probe_argv(const char *bwrap, const struct attempt *a, const char **
 /* Runs one probe sandbox. Returns the wait status (or -1 when it could not
  * run or timed out) and leaves the failure line in detail. */
 static int attempt_run(const char *bwrap, const struct attempt *a, int timeout_ms,
-		       char *detail, size_t size)
+		       char *detail, size_t size, bool *inconclusive)
 {
 	const char *argv[32];
 	struct sbx_capture c;
@@ -71,6 +71,10 @@ static int attempt_run(const char *bwrap, const struct attempt *a, int timeout_m
 		return -1;
 	}
 	int status = c.timed_out ? -1 : c.status;
+	/* bwrap itself never ends by a signal: one it got, or a deadline, says
+	 * nothing of the host (a loaded machine, another process of the uid). */
+	if (c.timed_out || WIFSIGNALED(c.status))
+		*inconclusive = true;
 	sbx_last_line(c.err, detail, size);
 	if (!detail[0]) {
 		if (c.timed_out)
@@ -88,9 +92,9 @@ static int attempt_run(const char *bwrap, const struct attempt *a, int timeout_m
 }
 
 static bool attempt_ok(const char *bwrap, const struct attempt *a, int timeout_ms,
-		       char *detail, size_t size)
+		       char *detail, size_t size, bool *inconclusive)
 {
-	int status = attempt_run(bwrap, a, timeout_ms, detail, size);
+	int status = attempt_run(bwrap, a, timeout_ms, detail, size, inconclusive);
 	return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
@@ -99,7 +103,7 @@ static bool attempt_ok(const char *bwrap, const struct attempt *a, int timeout_m
  * enforced filter ends it with SIGSYS and bwrap reports 128 + 31. An exit
  * status, not a message, so the result does not depend on the locale. */
 static bool seccomp_works(const char *bwrap, struct attempt a, int timeout_ms,
-			  char *detail, size_t size)
+			  char *detail, size_t size, bool *inconclusive)
 {
 	struct sbx_error e;
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -115,7 +119,7 @@ static bool seccomp_works(const char *bwrap, struct attempt a, int timeout_ms,
 	}
 	seccomp_release(ctx);
 	a.seccomp_fd = fd;
-	int status = attempt_run(bwrap, &a, timeout_ms, detail, size);
+	int status = attempt_run(bwrap, &a, timeout_ms, detail, size, inconclusive);
 	close(fd);
 	if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGSYS)
 		return true;
@@ -173,9 +177,9 @@ void sbx_probe_run(const char *requested, int timeout_ms, struct sbx_probe_resul
 	}
 
 	/* P1: a fresh procfs. P2: the read-only bind of the host's /proc. */
-	if (!attempt_ok(bwrap, &a, timeout_ms, r->proc_detail, sizeof(r->proc_detail))) {
+	if (!attempt_ok(bwrap, &a, timeout_ms, r->proc_detail, sizeof(r->proc_detail), &r->inconclusive)) {
 		a.proc_bind = true;
-		if (!attempt_ok(bwrap, &a, timeout_ms, line, sizeof(line))) {
+		if (!attempt_ok(bwrap, &a, timeout_ms, line, sizeof(line), &r->inconclusive)) {
 			/* The product default's refusal is the one reported. */
 			mark_unusable(r, r->proc_detail);
 			goto diagnose;
@@ -189,7 +193,7 @@ void sbx_probe_run(const char *requested, int timeout_ms, struct sbx_probe_resul
 
 	/* P3: the chosen shape plus --disable-userns. */
 	a.disable_userns = true;
-	if (attempt_ok(bwrap, &a, timeout_ms, line, sizeof(line))) {
+	if (attempt_ok(bwrap, &a, timeout_ms, line, sizeof(line), &r->inconclusive)) {
 		r->reason = SBX_PROBE_SUPPORTED;
 		r->disable_userns = true;
 	} else {
@@ -203,7 +207,7 @@ void sbx_probe_run(const char *requested, int timeout_ms, struct sbx_probe_resul
 	}
 
 	r->usable = true;
-	r->seccomp = seccomp_works(bwrap, a, timeout_ms, line, sizeof(line));
+	r->seccomp = seccomp_works(bwrap, a, timeout_ms, line, sizeof(line), &r->inconclusive);
 	if (!r->seccomp)
 		mark_unusable(r, line);
 diagnose:

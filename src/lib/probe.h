@@ -34,6 +34,7 @@ struct sbx_probe_result {
 	bool proc_fallback;
 	bool disable_userns;
 	bool seccomp;
+	bool inconclusive;           /* a probe sandbox timed out or got a signal: the answer is never cached */
 	enum sbx_probe_reason reason;
 	char detail[1024];
 	char proc_detail[1024];

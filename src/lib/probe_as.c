@@ -1,5 +1,6 @@
-/* probe_as.c — the probe run as the uid a workload will run as: root forks
- * a child that drops to it for good, probes, and hands back the answer. */
+/* probe_as.c — the probe run as an unprivileged uid for what root starts:
+ * root forks a child that drops for good to SBX_PROBE_UID, which nothing
+ * else runs as, probes, and hands back the answer. */
 #include "probe_as.h"
 #include "io.h"
 #include "json.h"
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #define ANSWER_CAP (256u << 10)
+#define INCONCLUSIVE 3 /* the child's status: an answer, not to be cached */
 
 /* An answer that says why no probe ran, in the probe's own shape. */
 static json_t *failed(const char *requested, const char *why)
@@ -66,10 +68,16 @@ json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, in
 
 	*trusted = false;
 	if (!as || !as->switch_user) {
-		*trusted = true;
 		sbx_probe_run(requested, timeout_ms, r);
+		*trusted = !r->inconclusive;
 		return sbx_probe_to_json(r);
 	}
+	/* Not the uid itself: its own processes (a broker job, the gateway, a
+	 * workspace's) could stop or signal the probe's bwraps. A uid no one
+	 * runs as answers for all of them (the answer never depends on which
+	 * unprivileged uid asks), in the sandbox group. */
+	struct sbx_run_as prober = *as;
+	prober.uid = SBX_PROBE_UID;
 	memset(r, 0, sizeof(*r));
 	r->probed_at = time(NULL);
 	if (pipe2(p, O_CLOEXEC) != 0)
@@ -84,12 +92,14 @@ json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, in
 	if (pid == 0) {
 		close(p[0]);
 		struct sbx_probe_result mine;
-		if (sbx_run_as_switch(as, &e) != 0)
+		if (sbx_run_as_switch(&prober, &e) != 0)
 			_exit(1);
 		sbx_probe_run(requested, timeout_ms, &mine);
 		json_t *answer = sbx_probe_to_json(&mine);
 		char *text = json_dumps(answer, JSON_COMPACT);
-		_exit(text && sbx_write_all(p[1], text, strlen(text)) == 0 ? 0 : 1);
+		if (!text || sbx_write_all(p[1], text, strlen(text)) != 0)
+			_exit(1);
+		_exit(mine.inconclusive ? INCONCLUSIVE : 0);
 	}
 	close(p[1]);
 	size_t len = 0;
@@ -104,13 +114,15 @@ json_t *sbx_probe_json_as(const struct sbx_run_as *as, const char *requested, in
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	json_t *answer = text && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? sbx_json_parse(text, len, "probe", &e) : NULL;
+	bool exited = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == INCONCLUSIVE);
+	json_t *answer = text && exited ? sbx_json_parse(text, len, "probe", &e) : NULL;
 	free(text);
 	if (!answer) {
 		char why[128];
-		snprintf(why, sizeof(why), "cannot probe as uid %u: the probing child failed or timed out", (unsigned)as->uid);
+		snprintf(why, sizeof(why), "cannot probe as uid %u: the probing child failed or timed out",
+			 (unsigned)prober.uid);
 		return failed(requested, why);
 	}
-	*trusted = true;
+	*trusted = WEXITSTATUS(status) == 0;
 	return answer;
 }

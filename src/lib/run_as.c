@@ -69,6 +69,11 @@ int sbx_run_as_resolve(const char *want, struct sbx_run_as *r, struct sbx_error 
 		sbx_error_remedy(e, "Choose an unprivileged uid with --run-as or SBX_RUN_AS, or create the 'sbx' system user.");
 		return -1;
 	}
+	if (r->uid == SBX_PROBE_UID) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-run-as", "run-as: uid %u is the sandbox probe's alone",
+			      (unsigned)SBX_PROBE_UID);
+		return -1;
+	}
 	return 0;
 }
 

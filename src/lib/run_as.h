@@ -11,6 +11,12 @@
 
 #define SBX_RUN_AS_DEFAULT_ID 10001 /* when no "sbx" user exists */
 
+/* The uid a root prober's child runs as (probe_as.c), in the sandbox
+ * group: no workload, broker job or gateway runs as it (neither
+ * SBX_UID_RANGE nor --run-as may name it), so no process can stop or
+ * signal the probe's sandboxes. */
+#define SBX_PROBE_UID 2147483646u
+
 struct sbx_run_as {
 	uid_t uid;
 	gid_t gid;

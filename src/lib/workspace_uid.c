@@ -2,6 +2,7 @@
  * allocated uid holding "dev:ino" of its workspace, looked up and created
  * under an exclusive flock on the registry directory. */
 #include "workspace_uid.h"
+#include "run_as.h"
 #include "exitcodes.h"
 #include "fnv.h"
 #include "io.h"
@@ -47,6 +48,8 @@ int sbx_uid_range_from_env(struct sbx_uid_range *r, uid_t shared, struct sbx_err
 		return bad_range(e, v, "must be from 1 to 2147483647, FIRST <= LAST, at most 16777216 uids");
 	if (shared >= first && shared <= last)
 		return bad_range(e, v, "holds the shared sandbox uid (the egress gateway runs as it)");
+	if (SBX_PROBE_UID >= first && SBX_PROBE_UID <= last)
+		return bad_range(e, v, "holds uid 2147483646, which only the sandbox probe runs as");
 	r->first = (uid_t)first;
 	r->count = (uint32_t)(last - first + 1);
 	return 0;

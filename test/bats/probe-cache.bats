@@ -142,7 +142,9 @@ COLD=5
     install -m 666 /dev/null "$FAKE_BWRAP_LOG"
     run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --run-as 2000012345:2000012345
     assert_success
-    [ "$(jq_out .cached)" = false ] && [ "$(jq_out .uid)" = 2000012345 ]
+    # Probed as the probe's own uid, in the asked gid: no process of a
+    # workload's uid can stop or signal its sandboxes.
+    [ "$(jq_out .cached)" = false ] && [ "$(jq_out .uid)" = 2147483646 ]
     [ "$(calls)" -eq "$COLD" ]
     run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --run-as 2000054321:2000054321
     assert_success
@@ -153,9 +155,26 @@ COLD=5
     run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP"
     [ "$(jq_out .cached)" = false ] && [ "$(jq_out .uid)" = 0 ]
     [ "$(calls)" -eq $((2 * COLD)) ]
-    # A uid of 0 is refused, naming the option's value.
+    # A uid of 0 is refused, naming the option's value; so is the probe's.
     run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --run-as 0
     assert_failure 3
+    run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP" --run-as 2147483646
+    assert_failure 2
+    [[ "$stderr" == *"uid 2147483646 is the sandbox probe's alone"* ]]
+}
+
+@test "an answer one of whose sandboxes timed out (here the fresh /proc, so the bind fallback) is used but never cached" {
+    cp "$FIXTURES/bwrap/slow-proc-bwrap" "$BATS_TEST_TMPDIR/"
+    for _ in 1 2; do
+        run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BATS_TEST_TMPDIR/slow-proc-bwrap" --timeout-ms 300
+        assert_success
+        [ "$(jq -r '.cached, .procMode' <<<"$output" | tr '\n' ' ')" = "false bind " ]
+        ! ls "$CACHE"/probe-*.json 2>/dev/null
+    done
+    # The same host answered in time is cached.
+    run --separate-stderr sbx-probe --cache-dir "$CACHE" --bwrap "$BWRAP"
+    assert_success
+    record
 }
 
 @test "the default cache lives under the data dir" {
