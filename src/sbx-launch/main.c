@@ -20,6 +20,7 @@
 #include "../lib/workspace_owner.h"
 #include "../lib/atomic_file.h"
 #include "bind_stage.h"
+#include "launch_caps.h"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -254,9 +255,10 @@ int main(int argc, char **argv)
 	sbx_diag_program("sbx-launch");
 	sbx_stdio_sanitize();
 	parse_options(argc, argv, &o);
-	/* sys_admin (a root sbx-run leaves it in the bounding set) is for the
-	 * bind staging alone: not effective before it, gone after it. */
-	(void)sbx_sys_admin_effective(false);
+	/* Only what its own steps use, whoever started it; sys_admin (a root
+	 * sbx-run leaves it in the bounding set) is for the bind staging
+	 * alone: not effective before it, gone after it. */
+	launch_caps_narrow();
 	if (o.list_seccomp)
 		return list_seccomp();
 	json_t *given_caps = capabilities_file(&o);
