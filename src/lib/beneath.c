@@ -128,3 +128,55 @@ int sbx_path_below(const char *root_path, const char *path, char *rel, size_t si
 	/* "a//b/" means "a/b"; "." and ".." are left for sbx_open_beneath to refuse. */
 	return sbx_path_fold_slashes(rest, rel, size);
 }
+
+int sbx_beneath_step(int dirfd, const char *name, bool create)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
+			return -1;
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0 && errno == ENOTDIR) {
+		struct stat st;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			errno = ELOOP;
+	}
+	return fd;
+}
+
+int sbx_beneath_parent(int rootfd, const char *rel, bool create, const char **leaf)
+{
+	const char *slash = strrchr(rel, '/');
+	char dir[PATH_MAX];
+	if (slash && (size_t)(slash - rel) >= sizeof(dir))
+		return errno = ENAMETOOLONG, -1;
+	if (slash) {
+		memcpy(dir, rel, (size_t)(slash - rel));
+		dir[slash - rel] = '\0';
+	}
+	/* The parent in one resolution; the walk below only creates. */
+	int fd = slash ? sbx_open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS)
+		       : fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	*leaf = slash ? slash + 1 : rel;
+	if (fd >= 0 || !create || errno != ENOENT)
+		return fd;
+	fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	for (const char *p = rel; fd >= 0 && p < *leaf;) {
+		size_t n = strcspn(p, "/");
+		char name[NAME_MAX + 1];
+		if (n > NAME_MAX) {
+			close(fd);
+			return errno = ENAMETOOLONG, -1;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		int next = sbx_beneath_step(fd, name, create);
+		int saved = errno;
+		close(fd);
+		fd = next;
+		errno = saved;
+		p += n + 1;
+	}
+	return fd;
+}

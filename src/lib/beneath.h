@@ -31,6 +31,17 @@ int sbx_open_beneath(int rootfd, const char *rel, int flags, enum sbx_beneath_mo
  * work on the caller's side; only sbx_open_beneath may then open rel. */
 int sbx_path_below(const char *root_path, const char *path, char *rel, size_t size);
 
+/* The directory name (one component) below dirfd, created 0755 when asked
+ * and missing; never a symlink (ELOOP). Its O_RDONLY fd, or -1. */
+int sbx_beneath_step(int dirfd, const char *name, bool create);
+/* The directory holding rel below rootfd, opened with no symlink and
+ * nothing outside rootfd on the way (sbx_open_beneath NO_SYMLINKS; missing
+ * directories created 0755 by an O_NOFOLLOW walk when create); its
+ * O_RDONLY fd (a dup of rootfd when rel has one component), with the
+ * last component in *leaf (a pointer into rel).
+ * -1 with errno ELOOP on a symlink (EXDEV, ENOTDIR for other refusals). */
+int sbx_beneath_parent(int rootfd, const char *rel, bool create, const char **leaf);
+
 /* The fallback alone (kernels without openat2): every component opened
  * O_NOFOLLOW from the previous one, so any symlink is refused (ELOOP). */
 int sbx_open_beneath_walk(int rootfd, const char *rel, int flags);

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "spawn.h" /* sbx_find_executable */
+#include "program_path.h"
 
 /* The bwrap the caller asked for: the flag, else $SBX_BWRAP, else
  * $SCIENCE_AGENT_BWRAP_PATH, else "bwrap". */

@@ -1,6 +1,7 @@
 /* http_head.c — strict HTTP/1.x head parsing, body framing and the
  * hop-by-hop field rules; no allocation, fields point into the buffer. */
 #include "http_head.h"
+#include "text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -336,17 +337,6 @@ int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bo
 }
 
 enum { CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER, CH_TRAILER_LF, CH_DONE };
-
-int sbx_hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 long sbx_chunked_scan(struct sbx_chunked *c, const char *p, size_t len, bool *done)
 {

@@ -73,9 +73,6 @@ int sbx_http_forward_request(const struct sbx_http_head *h, const char *host, in
 int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bool client_10, char *out, size_t cap,
 			      size_t *n);
 
-/* The value of a hex digit (either case), or -1. */
-int sbx_hex_digit(char c);
-
 /* Incremental chunked-body scanner: it tracks where a chunked body ends so a
  * proxy can relay it verbatim and know where the next message starts. */
 struct sbx_chunked {

@@ -1,9 +1,9 @@
 /* launch_host.c — scanning the host paths a launch binds or masks. */
 #include "launch_host.h"
+#include "program_path.h"
 #include "beneath.h"
 #include "exitcodes.h"
 #include "path.h"
-#include "run_sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>

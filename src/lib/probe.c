@@ -1,6 +1,7 @@
 /* probe.c — the probe algorithm: fresh /proc or the bind fallback, then
  * --disable-userns on that shape, then a one-rule seccomp filter. */
 #include "probe.h"
+#include "program_path.h"
 #include "bwrap.h"
 #include "error.h"
 #include "seccomp_memfd.h"

@@ -3,6 +3,7 @@
  * by root or an unprivileged uid (never which one); an flock serialises
  * probers; unusable answers expire after SBX_PROBE_UNUSABLE_TTL seconds. */
 #include "probe_cache.h"
+#include "program_path.h"
 #include "atomic_file.h"
 #include "bwrap.h"
 #include "clock.h"

@@ -1,7 +1,5 @@
-/* remote_path.c — key and path grammars, the no-symlink parent (one
- * sbx_open_beneath(NO_SYMLINKS); to create directories, a walk opening each
- * with O_DIRECTORY | O_NOFOLLOW from the previous one: the same guarantee),
- * and remote workspaces opened, and removed, through it. */
+/* remote_path.c — key and path grammars, and remote workspaces opened, and
+ * removed, through the no-symlink parent (beneath.h). */
 #include "remote_path.h"
 #include "beneath.h"
 #include "text.h"
@@ -65,66 +63,13 @@ bool sbx_remote_rel_path(const char *raw, char *out, size_t size)
 	return true;
 }
 
-/* The next directory below dirfd, created when asked; never a symlink. */
-static int step(int dirfd, const char *name, bool create)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && create) {
-		if (mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
-			return -1;
-		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	}
-	if (fd < 0 && errno == ENOTDIR) {
-		struct stat st;
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-			errno = ELOOP;
-	}
-	return fd;
-}
-
-int sbx_beneath_parent(int rootfd, const char *rel, bool create, const char **leaf)
-{
-	const char *slash = strrchr(rel, '/');
-	char dir[SBX_REMOTE_PATH_MAX + 1];
-	if (slash && (size_t)(slash - rel) >= sizeof(dir))
-		return errno = ENAMETOOLONG, -1;
-	if (slash) {
-		memcpy(dir, rel, (size_t)(slash - rel));
-		dir[slash - rel] = '\0';
-	}
-	/* The parent in one resolution; the walk below only creates. */
-	int fd = slash ? sbx_open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS)
-		       : fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-	*leaf = slash ? slash + 1 : rel;
-	if (fd >= 0 || !create || errno != ENOENT)
-		return fd;
-	fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-	for (const char *p = rel; fd >= 0 && p < *leaf;) {
-		size_t n = strcspn(p, "/");
-		char name[NAME_MAX + 1];
-		if (n > NAME_MAX) {
-			close(fd);
-			return errno = ENAMETOOLONG, -1;
-		}
-		memcpy(name, p, n);
-		name[n] = '\0';
-		int next = step(fd, name, create);
-		int saved = errno;
-		close(fd);
-		fd = next;
-		errno = saved;
-		p += n + 1;
-	}
-	return fd;
-}
-
 /* <data>/remote-workspaces, a real directory (made when create). */
 static int workspaces_root(const char *data_dir, bool create)
 {
 	int data = open(data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (data < 0)
 		return -1;
-	int fd = step(data, "remote-workspaces", create);
+	int fd = sbx_beneath_step(data, "remote-workspaces", create);
 	int saved = errno;
 	close(data);
 	errno = saved;

@@ -27,12 +27,5 @@ int sbx_remote_workspace_open(const char *data_dir, const char *key, bool create
  * symlink at any level (a symlink at the key itself is unlinked). 0, or
  * -1 with errno (ENOENT: nothing there; ELOOP: a symlinked parent). */
 int sbx_remote_workspace_remove(const char *data_dir, const char *key);
-/* The directory holding rel below rootfd, opened with no symlink and
- * nothing outside rootfd on the way (sbx_open_beneath NO_SYMLINKS; missing
- * directories created 0755 by an O_NOFOLLOW walk when create); its
- * O_RDONLY fd (a dup of rootfd when rel has one component), with the
- * last component in *leaf (a pointer into rel).
- * -1 with errno ELOOP on a symlink (EXDEV, ENOTDIR for other refusals). */
-int sbx_beneath_parent(int rootfd, const char *rel, bool create, const char **leaf);
 
 #endif

@@ -20,22 +20,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int sbx_sibling_program(const char *name, char *out, size_t size)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			if (snprintf(out, size, "%s/%s", self, name) < (int)size && access(out, X_OK) == 0)
-				return 0;
-		}
-	}
-	return sbx_find_executable(name, out, size) ? 0 : -1;
-}
-
 static void close_pair(int p[2])
 {
 	if (p[0] >= 0)

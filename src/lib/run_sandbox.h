@@ -55,7 +55,4 @@ void sbx_sandbox_kill(const struct sbx_sandbox *sb);
 int sbx_sandbox_reap(struct sbx_sandbox *sb);
 void sbx_sandbox_close(struct sbx_sandbox *sb);
 
-/* The program next to this executable (bin/sbx-launch), else on PATH. */
-int sbx_sibling_program(const char *name, char *out, size_t size);
-
 #endif

@@ -71,11 +71,6 @@ int sbx_spawn_capture(const struct sbx_spawn *s, int timeout_ms, size_t cap,
 		      struct sbx_capture *c, struct sbx_error *e);
 void sbx_capture_free(struct sbx_capture *c);
 
-/* Resolves a program name like execvp: a name with a '/' is taken as is,
- * otherwise each $PATH entry is tried for an executable regular file.
- * Writes an absolute path into out; false when nothing is found. */
-bool sbx_find_executable(const char *name, char *out, size_t size);
-
 /* The last non-empty line of text, trimmed, copied into out. */
 void sbx_last_line(const char *text, char *out, size_t size);
 

@@ -1,9 +1,19 @@
-/* text.c — trimming white space, and percent-decoding. */
+/* text.c — trimming white space, hex digits, and percent-decoding. */
 #include "text.h"
-#include "http_head.h"
 
 #include <ctype.h>
 #include <string.h>
+
+int sbx_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
 
 char *sbx_trim(char *s)
 {

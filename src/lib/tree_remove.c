@@ -3,7 +3,7 @@
  * few dozen levels are renamed up and removed in later passes. */
 #include "tree_remove.h"
 #include "path.h"
-#include "remote_path.h"
+#include "beneath.h"
 #include "clock.h"
 
 #include <dirent.h>

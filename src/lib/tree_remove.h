@@ -9,7 +9,7 @@
  * with errno (ENOENT when it was not there). */
 int sbx_remove_tree_at(int dirfd, const char *name);
 /* The same for rel below rootfd: the directories leading to its last
- * component are opened with no symlink at any level (sbx_beneath_parent);
+ * component are opened with no symlink at any level (sbx_beneath_parent, beneath.h);
  * -1 with ELOOP when one is a symlink, EINVAL when rel is not plain. */
 int sbx_remove_tree_beneath(int rootfd, const char *rel);
 /* The same for a path, taken from "/" (or the current directory when

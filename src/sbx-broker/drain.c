@@ -3,6 +3,7 @@
  * host with an explicit argv, its own process group and the filtered
  * environment, its output appended to logs/ under one shared budget. */
 #include "broker.h"
+#include "../lib/program_path.h"
 #include "../lib/cgroup_limits.h"
 #include "../lib/clock.h"
 #include "../lib/exitcodes.h"

@@ -2,10 +2,10 @@
  * interpreter of its revision (asked of sbx-env), and the host environment
  * filtered to what Ascend user space reads, secrets never included. */
 #include "broker.h"
+#include "../lib/program_path.h"
 #include "../lib/child_env.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
-#include "../lib/run_sandbox.h"
 #include "../lib/spawn.h"
 #include "../lib/strvec.h"
 

@@ -2,10 +2,10 @@
  * `gateway` (the allowlisting HTTP proxy on a Unix socket) and `bridge`
  * (the in-sandbox forwarder, a static sibling program). */
 #include "egress.h"
+#include "../lib/program_path.h"
 #include "../lib/cli.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
-#include "../lib/run_sandbox.h"
 
 #include <errno.h>
 #include <limits.h>

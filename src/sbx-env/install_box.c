@@ -4,11 +4,11 @@
  * call names. Package code (post-link scripts, setup.py, .pth files, R's
  * configure) therefore never runs on the host or as root. */
 #include "env.h"
+#include "../lib/program_path.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/run_as.h"
-#include "../lib/run_sandbox.h"
 #include "../lib/spawn.h"
 #include "../lib/tree_remove.h"
 #include "../lib/uuid.h"

@@ -230,8 +230,5 @@ enum MHD_Result handle_managed_get(struct req *r, const char *id);
 enum MHD_Result handle_managed_logs(struct req *r, const char *id);
 enum MHD_Result handle_managed_cancel(struct req *r, const char *id);
 
-/* time.c: ISO-8601 UTC with milliseconds, and the wall clock in ms. */
-long long now_ms(void);
-void sbx_iso_time(long long ms, char out[32]);
 
 #endif

@@ -3,6 +3,7 @@
  * and have the required options), the execution store; then it serves.
  * Every execution is an sbx-run child; no sandbox logic lives here. */
 #include "httpd.h"
+#include "../lib/program_path.h"
 #include "collect.h"
 #include "runner.h"
 #include "standby.h"
@@ -13,7 +14,6 @@
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/probe_cache.h"
-#include "../lib/run_sandbox.h"
 #include "../lib/tree_remove.h"
 
 #include <errno.h>

@@ -3,10 +3,10 @@
  * uneven status codes; the broker's capability is read once at startup,
  * and jobs run in an sbx-broker drainer that dies with sbx-httpd. */
 #include "httpd.h"
+#include "../lib/program_path.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
-#include "../lib/run_sandbox.h"
 #include "../lib/spawn.h"
 
 #include <stdio.h>

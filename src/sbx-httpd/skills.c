@@ -5,6 +5,7 @@
  * tree an execution can name) by one rename, with a manifest that lets
  * skills_held.c verify the package before it is served. */
 #include "httpd.h"
+#include "../lib/beneath.h"
 #include "../lib/atomic_file.h"
 #include "../lib/base64.h"
 #include "../lib/io.h"

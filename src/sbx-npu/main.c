@@ -2,6 +2,7 @@
  * probe one chip in a real launch shape, or print the launch spec's
  * `devices` fragment for a selection after re-probing exactly it. */
 #include "../lib/cli.h"
+#include "../lib/program_path.h"
 #include "../lib/datadir.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
@@ -9,7 +10,6 @@
 #include "../lib/npu_config.h"
 #include "../lib/npu_inventory.h"
 #include "../lib/npu_select.h"
-#include "../lib/run_sandbox.h"
 
 #include <getopt.h>
 #include <stdio.h>

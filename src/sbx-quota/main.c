@@ -2,6 +2,7 @@
  * run under those limits on a tree (`watch`): killed, with its process
  * group, on a breach. */
 #include "../lib/cli.h"
+#include "../lib/program_path.h"
 #include "../lib/clock.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"

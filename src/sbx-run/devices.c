@@ -3,9 +3,9 @@
  * re-probes exactly the requested chips; the fragment joins the spec, or
  * the execution fails naming every chip that is not usable. */
 #include "run.h"
+#include "../lib/program_path.h"
 #include "../lib/exitcodes.h"
 #include "../lib/npu_inventory.h"
-#include "../lib/run_sandbox.h"
 #include "../lib/spawn.h"
 
 #include <stdio.h>

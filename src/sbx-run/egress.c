@@ -2,6 +2,7 @@
  * its socket (<egress dir>/<revision>.sock), started detached when none
  * answers, and held (a shared lock) so it cannot idle out during the run. */
 #include "run.h"
+#include "../lib/program_path.h"
 #include "../lib/atomic_file.h"
 #include "../lib/child_env.h"
 #include "../lib/exitcodes.h"

@@ -3,6 +3,7 @@
  * under deadline, quota and cancel, capture its output, snapshot the
  * workspace, and report. `sbx-run cancel DIR` stops a running execution. */
 #include "run.h"
+#include "../lib/program_path.h"
 #include "../lib/atomic_file.h"
 #include "../lib/cli.h"
 #include "../lib/clock.h"

@@ -4,6 +4,7 @@
  * idle I/O priority, an empty environment) holding <store>/gc.lock: never
  * waited for, at most one per store, at most one per interval. */
 #include "run.h"
+#include "../lib/program_path.h"
 #include "../lib/cli.h"
 #include "../lib/exitcodes.h"
 #include "../lib/spawn.h"
