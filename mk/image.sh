@@ -57,9 +57,10 @@ if [ ! -s "$base_tar" ]; then
     # of the Debian packages are left out; copyright files stay.
     # The archive is the one network dependency of the build: a dropped
     # connection or a mirror mid-sync fails one download, so three tries.
-    # Not --quiet: its apt download step failed every try under the test
-    # pool where the default (one "I:" line per step, apt's own errors)
-    # never did, and a failure then says why.
+    # Descriptors 3-9 closed for it: mmdebstrap hands apt the next free
+    # one for a hook that /bin/sh runs as "cat >&N", and dash refuses
+    # N >= 10 ("Bad fd number"), which is what a caller holding a few
+    # descriptors (bats, the test pool's lock) made it pick.
     try=1
     until mmdebstrap --variant=essential --format=tar \
         --include="$(echo $PACKAGES | tr ' ' ,)" \
@@ -70,7 +71,7 @@ if [ ! -s "$base_tar" ]; then
         --dpkgopt='path-exclude=/usr/share/locale/*' \
         --customize-hook="chroot \"\$1\" $HOOK" \
         --customize-hook='rm -rf "$1"/var/cache/* "$1"/var/lib/apt/lists/* "$1"/var/log/*' \
-        "$SUITE" "$base_tar.tmp" "$MIRRORS"; do
+        "$SUITE" "$base_tar.tmp" "$MIRRORS" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; do
         rm -f "$base_tar.tmp"
         [ "$try" -lt 3 ] || die "mmdebstrap failed $try times (is deb.debian.org reachable?)"
         echo "image: mmdebstrap failed (try $try of 3); again in $((try * 10)) s"
