@@ -74,9 +74,15 @@ build/build-id: FORCE
 build/sbx-httpd/main.o: build/build-id
 build/sbx-httpd/main.o: CFLAGS += -DSBX_BUILD_ID='"$(BUILD_ID)"'
 
-build/libsbx.a: $(LIB_OBJ)
+# The archive's member list: a file that leaves src/lib (moved into its
+# program's folder) leaves the archive too, not only new objects re-enter.
+build/lib-objs: FORCE
+	@mkdir -p build
+	@echo '$(LIB_OBJ)' | cmp -s - $@ || echo '$(LIB_OBJ)' > $@
+
+build/libsbx.a: $(LIB_OBJ) build/lib-objs
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(LIB_OBJ)
 
 # One link rule per program: the objects of src/<program>/ plus libsbx.
 define program_rule

@@ -199,7 +199,7 @@ static int unavailable(const struct sbx_run_limits *l, struct sbx_cgroup *cg, st
 {
 	cg->mode = SBX_CGROUP_NONE;
 	if (!l->requested)
-		return 0; /* defaults: rlimits stand in (launch_exec.c) */
+		return 0; /* defaults: rlimits stand in (sbx-launch/exec.c) */
 	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "limits-unavailable",
 		      "limits: this host has neither a writable cgroup v2 subtree with the controllers these limits "
 		      "need nor writable cgroup v1 hierarchies for them");

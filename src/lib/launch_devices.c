@@ -95,7 +95,7 @@ int sbx_launch_read_only_paths(const json_t *paths, const char *field, struct sb
 	}
 	json_array_foreach(paths, i, p) {
 		const char *path = json_string_value(p), *why = NULL;
-		/* Canonical by its text here; by the open (launch_host.c, no
+		/* Canonical by its text here; by the open (sbx-launch/host.c, no
 		 * symlink followed) at the one moment that counts. */
 		if (!path)
 			why = "must be a string";

@@ -4,7 +4,7 @@
 #define SBX_EGRESS_H
 
 #include "../lib/egress_policy.h"
-#include "../lib/relay.h"
+#include "relay.h"
 #include "../lib/run_as.h"
 
 #include <pthread.h>

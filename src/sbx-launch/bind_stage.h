@@ -5,7 +5,7 @@
 #define SBX_LAUNCH_BIND_STAGE_H
 
 #include "../lib/error.h"
-#include "../lib/launch_plan.h"
+#include "plan.h"
 
 /* The launcher's own mount namespace (private to this launch and the
  * sandbox it execs), with a tmpfs on SBX_BIND_STAGE_DIR where each bound

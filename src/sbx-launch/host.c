@@ -1,9 +1,9 @@
-/* launch_host.c — scanning the host paths a launch binds or masks. */
-#include "launch_host.h"
-#include "program_path.h"
-#include "beneath.h"
-#include "exitcodes.h"
-#include "path.h"
+/* host.c — scanning the host paths a launch binds or masks. */
+#include "host.h"
+#include "../lib/program_path.h"
+#include "../lib/beneath.h"
+#include "../lib/exitcodes.h"
+#include "../lib/path.h"
 
 #include <dirent.h>
 #include <errno.h>

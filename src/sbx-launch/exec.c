@@ -1,7 +1,7 @@
-/* launch_exec.c — the last steps before bwrap runs. */
-#include "launch_exec.h"
-#include "exitcodes.h"
-#include "launch_plan.h"
+/* exec.c — the last steps before bwrap runs. */
+#include "exec.h"
+#include "../lib/exitcodes.h"
+#include "plan.h"
 
 #include <errno.h>
 #include <fcntl.h>

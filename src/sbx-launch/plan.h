@@ -1,14 +1,14 @@
-/* launch_plan.h — the bwrap command line and the workload's environment for
+/* plan.h — the bwrap command line and the workload's environment for
  * one launch, built in one function that reads top to bottom. */
 #ifndef SBX_LAUNCH_PLAN_H
 #define SBX_LAUNCH_PLAN_H
 
-#include "error.h"
-#include "identity.h"
-#include "launch_host.h"
-#include "launch_spec.h"
-#include "probe.h"
-#include "strvec.h"
+#include "../lib/error.h"
+#include "../lib/identity.h"
+#include "host.h"
+#include "../lib/launch_spec.h"
+#include "../lib/probe.h"
+#include "../lib/strvec.h"
 
 #define SBX_SECCOMP_FD 3 /* where bwrap finds the filter (--seccomp 3) */
 /* Host objects reach bwrap as fds 6, 7, ... (--bind-fd / --ro-bind-fd, or

@@ -1,10 +1,10 @@
-/* launch_exec.h — replacing this process with bwrap: empty environment,
+/* exec.h — replacing this process with bwrap: empty environment,
  * no core dumps, the filter on fd 3 and no other inherited fd. */
 #ifndef SBX_LAUNCH_EXEC_H
 #define SBX_LAUNCH_EXEC_H
 
-#include "error.h"
-#include "launch_plan.h"
+#include "../lib/error.h"
+#include "plan.h"
 
 #include <stddef.h>
 

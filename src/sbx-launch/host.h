@@ -1,11 +1,11 @@
-/* launch_host.h — what of the host a sandbox may see: /etc/alternatives,
+/* host.h — what of the host a sandbox may see: /etc/alternatives,
  * fonts, CA certificates, and the host interpreters a managed environment
  * must mask. Scanned fresh for each launch (a few stat calls). */
 #ifndef SBX_LAUNCH_HOST_H
 #define SBX_LAUNCH_HOST_H
 
-#include "error.h"
-#include "strvec.h"
+#include "../lib/error.h"
+#include "../lib/strvec.h"
 
 #include <limits.h>
 #include <stdbool.h>

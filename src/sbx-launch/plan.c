@@ -1,7 +1,7 @@
-/* launch_plan.c — the sandbox, step by step. Order matters to bwrap: every
+/* plan.c — the sandbox, step by step. Order matters to bwrap: every
  * mount point is created before `--remount-ro /` freezes the root. */
-#include "launch_plan.h"
-#include "exitcodes.h"
+#include "plan.h"
+#include "../lib/exitcodes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
