@@ -13,7 +13,7 @@
 #include "../lib/run_output.h"
 #include "../lib/run_request.h"
 #include "../lib/run_as.h"
-#include "../lib/run_sandbox.h"
+#include "sandbox.h"
 #include "../lib/snap_scan.h"
 #include "../lib/snap_store.h"
 

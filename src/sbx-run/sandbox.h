@@ -1,4 +1,4 @@
-/* run_sandbox.h — one sandbox under supervision: started through sbx-launch
+/* sandbox.h — one sandbox under supervision: started through sbx-launch
  * (which execs bwrap in place, so our child is bwrap), its pid namespace
  * learned from bwrap's info fd, and stopped for good: SIGTERM to every
  * process below its pid 1, a grace, then SIGKILL of bwrap and the
@@ -7,8 +7,8 @@
 #ifndef SBX_RUN_SANDBOX_H
 #define SBX_RUN_SANDBOX_H
 
-#include "error.h"
-#include "spawn.h"
+#include "../lib/error.h"
+#include "../lib/spawn.h"
 
 #include <jansson.h>
 #include <stdbool.h>

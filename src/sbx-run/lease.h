@@ -1,10 +1,10 @@
-/* run_lease.h — one writer per physical workspace across processes: an
+/* lease.h — one writer per physical workspace across processes: an
  * flock on <state>/locks/ws-<dev>-<ino>.lock, whatever path spelling or
  * symlink names the workspace. The kernel drops it when the holder dies. */
 #ifndef SBX_RUN_LEASE_H
 #define SBX_RUN_LEASE_H
 
-#include "error.h"
+#include "../lib/error.h"
 
 #include <stdbool.h>
 

@@ -1,9 +1,9 @@
-/* run_sandbox.c — start, identify, signal and reap a sandbox. */
-#include "run_sandbox.h"
-#include "exitcodes.h"
-#include "host_dir.h"
-#include "io.h"
-#include "spawn.h"
+/* sandbox.c — start, identify, signal and reap a sandbox. */
+#include "sandbox.h"
+#include "../lib/exitcodes.h"
+#include "../lib/host_dir.h"
+#include "../lib/io.h"
+#include "../lib/spawn.h"
 
 #include <dirent.h>
 #include <stdbool.h>

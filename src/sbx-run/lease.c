@@ -1,7 +1,7 @@
-/* run_lease.c — the workspace lease. */
-#include "run_lease.h"
-#include "atomic_file.h"
-#include "exitcodes.h"
+/* lease.c — the workspace lease. */
+#include "lease.h"
+#include "../lib/atomic_file.h"
+#include "../lib/exitcodes.h"
 
 #include <errno.h>
 #include <fcntl.h>
