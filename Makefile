@@ -116,9 +116,24 @@ bin/sbx-egress-bridge: $(BRIDGE_SRC) build/flags
 	@mkdir -p bin
 	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(BRIDGE_SRC)
 
+# Each program's own objects (main.o aside) as an archive: a unit test of
+# a file in a program's room links that program's archive before libsbx.
+define program_archive_rule
+build/$(1).a: $(filter-out build/$(1)/main.o,$(patsubst src/%.c,build/%.o,$(wildcard src/$(1)/*.c)))
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach p,sbx-run sbx-launch sbx-httpd,$(eval $(call program_archive_rule,$(p))))
+bin/test/test_output: TEST_ARCHIVES := build/sbx-run.a
+bin/test/test_output: build/sbx-run.a
+bin/test/test_launch_parts: TEST_ARCHIVES := build/sbx-launch.a
+bin/test/test_launch_parts: build/sbx-launch.a
+bin/test/test_json: TEST_ARCHIVES := build/sbx-httpd.a
+bin/test/test_json: build/sbx-httpd.a
+
 bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags
 	@mkdir -p bin/test
-	$(CC) $(CFLAGS) -Isrc/lib $(LDFLAGS) -o $@ $< build/libsbx.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) -Isrc/lib $(LDFLAGS) -o $@ $< $(TEST_ARCHIVES) build/libsbx.a $(LDLIBS) -lcmocka
 
 # Test helpers that run inside sandboxes.
 bin/test/try-syscall: test/fixtures/try-syscall.c build/flags

@@ -3,7 +3,7 @@
  * from their files a block at a time and escaped, then the brace. */
 #include "result_stream.h"
 #include "httpd.h"
-#include "../lib/json_escape.h"
+#include "json_escape.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -6,7 +6,7 @@
 #include "standby.h"
 #include "../lib/clock.h"
 #include "../lib/json.h"
-#include "../lib/json_escape.h"
+#include "json_escape.h"
 #include "../lib/spawn.h"
 #include "../lib/tree_remove.h"
 

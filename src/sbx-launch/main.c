@@ -5,7 +5,7 @@
 #include "../lib/datadir.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
-#include "../lib/identity.h"
+#include "identity_files.h"
 #include "../lib/json.h"
 #include "exec.h"
 #include "host.h"

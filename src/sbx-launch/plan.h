@@ -4,7 +4,7 @@
 #define SBX_LAUNCH_PLAN_H
 
 #include "../lib/error.h"
-#include "../lib/identity.h"
+#include "identity_files.h"
 #include "host.h"
 #include "../lib/launch_spec.h"
 #include "../lib/probe.h"

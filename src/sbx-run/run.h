@@ -10,7 +10,7 @@
 #include "../lib/object_store.h"
 #include "../lib/quota_watch.h"
 #include "../lib/run_document.h"
-#include "../lib/run_output.h"
+#include "output.h"
 #include "../lib/run_request.h"
 #include "../lib/run_as.h"
 #include "sandbox.h"

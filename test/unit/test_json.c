@@ -7,7 +7,7 @@
 
 #include "exitcodes.h"
 #include "json.h"
-#include "json_escape.h"
+#include "../../src/sbx-httpd/json_escape.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "exitcodes.h"
-#include "identity.h"
+#include "../../src/sbx-launch/identity_files.h"
 #include "launch_env.h"
 #include "run_as.h"
 #include "workspace_owner.h"

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "run_output.h"
+#include "../../src/sbx-run/output.h"
 
 #include <stdio.h>
 #include <stdlib.h>

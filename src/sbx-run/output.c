@@ -1,11 +1,11 @@
-/* run_output.c — head file, ring file, and the final composition. Both
+/* output.c — head file, ring file, and the final composition. Both
  * heads share half the budget first come, first served; each stream's ring
  * holds its last budget/2 bytes; at the end the tails share what the heads
  * left, so what is kept, markers included, never exceeds the budget. */
-#include "run_output.h"
-#include "exitcodes.h"
-#include "hash.h"
-#include "io.h"
+#include "output.h"
+#include "../lib/exitcodes.h"
+#include "../lib/hash.h"
+#include "../lib/io.h"
 
 #include <jansson.h>
 

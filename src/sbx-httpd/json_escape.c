@@ -2,7 +2,7 @@
  * control characters escaped as jansson does, invalid UTF-8 as U+FFFD, a
  * character split across pieces carried to the next. */
 #include "json_escape.h"
-#include "json.h"
+#include "../lib/json.h"
 
 #include <string.h>
 

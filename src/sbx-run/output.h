@@ -1,11 +1,11 @@
-/* run_output.h — stdout and stderr of a run into files under one shared
+/* output.h — stdout and stderr of a run into files under one shared
  * retention budget: a head written as it arrives and a rolling tail kept in
  * a ring file, joined with the upstream marker when bytes were dropped.
  * Memory stays flat whatever the volume; no cut splits a UTF-8 character. */
 #ifndef SBX_RUN_OUTPUT_H
 #define SBX_RUN_OUTPUT_H
 
-#include "error.h"
+#include "../lib/error.h"
 
 #include <jansson.h>
 

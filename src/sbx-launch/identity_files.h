@@ -1,10 +1,10 @@
-/* identity.h — the sandbox's /etc/passwd and /etc/group: exactly one record
+/* identity_files.h — the sandbox's /etc/passwd and /etc/group: exactly one record
  * for the uid/gid the workload runs as (CANN and others treat a failed
  * getpwuid as fatal), handed to bwrap as data on a pipe: no file, no fsync. */
 #ifndef SBX_IDENTITY_H
 #define SBX_IDENTITY_H
 
-#include "error.h"
+#include "../lib/error.h"
 
 #include <sys/types.h>
 

@@ -1,9 +1,9 @@
-/* identity.c — generated passwd/group records, handed to bwrap on pipes
+/* identity_files.c — generated passwd/group records, handed to bwrap on pipes
  * (--ro-bind-data): derived from (uid, gid) each launch, never stored. */
-#include "identity.h"
-#include "exitcodes.h"
-#include "io.h"
-#include "passwd_file.h"
+#include "identity_files.h"
+#include "../lib/exitcodes.h"
+#include "../lib/io.h"
+#include "../lib/passwd_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
