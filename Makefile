@@ -123,13 +123,15 @@ build/$(1).a: $(filter-out build/$(1)/main.o,$(patsubst src/%.c,build/%.o,$(wild
 	@rm -f $$@
 	$$(AR) rcs $$@ $$^
 endef
-$(foreach p,sbx-run sbx-launch sbx-httpd,$(eval $(call program_archive_rule,$(p))))
+$(foreach p,sbx-run sbx-launch sbx-httpd sbx-egress,$(eval $(call program_archive_rule,$(p))))
 bin/test/test_output: TEST_ARCHIVES := build/sbx-run.a
 bin/test/test_output: build/sbx-run.a
 bin/test/test_launch_parts: TEST_ARCHIVES := build/sbx-launch.a
 bin/test/test_launch_parts: build/sbx-launch.a
 bin/test/test_json: TEST_ARCHIVES := build/sbx-httpd.a
 bin/test/test_json: build/sbx-httpd.a
+bin/test/test_http_head: TEST_ARCHIVES := build/sbx-egress.a
+bin/test/test_http_head: build/sbx-egress.a
 
 bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags
 	@mkdir -p bin/test

@@ -2,7 +2,7 @@
  * framing, rewriting and chunked scanner on arbitrary bytes: no crash, no
  * overread, a head never longer than its input, a rewritten head that
  * parses again and holds no hop-by-hop field. */
-#include "http_head.h"
+#include "../src/sbx-egress/http_head.c" /* sbx-egress's own parser */
 
 #include <stdint.h>
 #include <stdlib.h>

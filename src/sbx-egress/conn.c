@@ -3,7 +3,7 @@
  * (429 past a cap), the gateway's own refusals, and the loop over its
  * requests (serve.c serves each). */
 #include "egress.h"
-#include "../lib/http_head.h"
+#include "http_head.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -3,7 +3,7 @@
  * request with its Host rewritten and hop-by-hop fields gone. */
 #include "egress.h"
 #include "../lib/egress_addr.h"
-#include "../lib/http_head.h"
+#include "http_head.h"
 
 #include <errno.h>
 #include <poll.h>

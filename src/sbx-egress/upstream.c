@@ -3,7 +3,7 @@
  * the CONNECT handshake. The policy has decided before any of this runs. */
 #include "egress.h"
 #include "../lib/text.h"
-#include "../lib/http_head.h"
+#include "http_head.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

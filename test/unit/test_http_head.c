@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "http_head.h"
+#include "../../src/sbx-egress/http_head.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* http_head.c — strict HTTP/1.x head parsing, body framing and the
  * hop-by-hop field rules; no allocation, fields point into the buffer. */
 #include "http_head.h"
-#include "text.h"
+#include "../lib/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
