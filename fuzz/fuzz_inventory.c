@@ -1,7 +1,7 @@
 /* fuzz_inventory.c — libFuzzer target: what host tools print, parsed:
  * `micromamba list --json` into package lines, and nvidia-smi's CSV rows
  * joined against a fixed proc tree (built once in a temporary directory). */
-#include "conda_list.h"
+#include "../src/sbx-env/conda_list.c" /* sbx-env's own reader */
 #include "gpu_nvidia.h"
 
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * list, Python's distributions, R's libraries), the immutable v2 snapshot,
  * and the exact command it came from. */
 #include "env.h"
-#include "../lib/conda_list.h"
+#include "conda_list.h"
 #include "../lib/uuid.h"
 #include "../lib/atomic_file.h"
 #include "../lib/env_lease.h"

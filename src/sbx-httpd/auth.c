@@ -1,7 +1,7 @@
 /* auth.c — runner-api 3 on a request: the bearer token and the execution
- * signature (src/lib/request_auth.c has the checks). */
+ * signature (auth_checks.c has the checks). */
 #include "httpd.h"
-#include "../lib/request_auth.h"
+#include "auth_checks.h"
 
 bool auth_bearer(const struct config *c, struct req *r)
 {

@@ -1,7 +1,7 @@
-/* request_auth.c — bearer and HMAC signature checks; every secret compared
+/* auth_checks.c — bearer and HMAC signature checks; every secret compared
  * with CRYPTO_memcmp. */
-#include "request_auth.h"
-#include "hash.h"
+#include "auth_checks.h"
+#include "../lib/hash.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

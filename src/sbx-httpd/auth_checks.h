@@ -1,4 +1,4 @@
-/* request_auth.h — runner-api 3 as pure functions: the bearer header and
+/* auth_checks.h — runner-api 3 as pure functions: the bearer header and
  * the execution signature (HMAC-SHA256 keyed by the token over
  * "<timestamp>\n<hex sha256(body)>"), compared in constant time. */
 #ifndef SBX_REQUEST_AUTH_H
