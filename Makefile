@@ -131,6 +131,8 @@ bin/test/test_launch_parts: build/sbx-launch.a
 bin/test/test_json: TEST_ARCHIVES := build/sbx-httpd.a
 bin/test/test_json: build/sbx-httpd.a
 bin/test/test_http_head: TEST_ARCHIVES := build/sbx-egress.a
+bin/test/test_files: TEST_ARCHIVES := build/sbx-httpd.a
+bin/test/test_files: build/sbx-httpd.a
 bin/test/test_http_head: build/sbx-egress.a
 
 bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags

@@ -5,7 +5,7 @@
 #include "request.h"
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
-#include "../lib/remote_path.h"
+#include "remote_path.h"
 #include "../lib/spawn.h"
 #include "../lib/strvec.h"
 

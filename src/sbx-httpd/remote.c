@@ -5,7 +5,7 @@
  * parent opened without symlinks, and deletes that never follow one. */
 #include "snapshots.h"
 #include "../lib/quota.h"
-#include "../lib/remote_path.h"
+#include "remote_path.h"
 #include "../lib/snap_scan.h"
 #include "../lib/beneath.h"
 #include "../lib/workspace_uid.h"

@@ -9,7 +9,7 @@
 #include "../lib/beneath.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
-#include "../lib/remote_path.h"
+#include "remote_path.h"
 #include "../lib/snap_scan.h"
 
 #include <errno.h>

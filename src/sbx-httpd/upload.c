@@ -4,7 +4,7 @@
  * has checked hash and quota, the staged file itself is linked into place. */
 #include "httpd.h"
 #include "../lib/io.h"
-#include "../lib/remote_path.h"
+#include "remote_path.h"
 #include "../lib/uuid.h"
 
 #include <errno.h>

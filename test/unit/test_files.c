@@ -13,7 +13,7 @@
 #include "beneath.h"
 #include "host_dir.h"
 #include "quota.h"
-#include "remote_path.h"
+#include "../../src/sbx-httpd/remote_path.h"
 #include "snap_scan.h"
 #include "tree_remove.h"
 

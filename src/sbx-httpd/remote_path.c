@@ -1,9 +1,9 @@
 /* remote_path.c — key and path grammars, and remote workspaces opened, and
  * removed, through the no-symlink parent (beneath.h). */
 #include "remote_path.h"
-#include "beneath.h"
-#include "text.h"
-#include "tree_remove.h"
+#include "../lib/beneath.h"
+#include "../lib/text.h"
+#include "../lib/tree_remove.h"
 
 #include <errno.h>
 #include <fcntl.h>
