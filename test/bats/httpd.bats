@@ -185,9 +185,10 @@ teardown() { httpd_teardown; }
 }
 
 @test "kernelMode persistent, workspaces outside the roots and malformed bodies are 400 before anything is created" {
-    # The daemon's standby supervisors make their own run directories
-    # whenever they start (runs/.standby-<pid>): not this request's doing.
-    listing() { find "$WORK/data" | grep -v '/runner-executions/runs/\.standby-' | sort; }
+    # The daemon's standby supervisors make the runs directory and their
+    # own run directories in it whenever they start (runs/.standby-<pid>):
+    # not this request's doing.
+    listing() { find "$WORK/data" | grep -v -E '/runner-executions/runs(/\.standby-.*)?$' | sort; }
     before=$(listing)
     signed /execute-shell "$(shell_request k1 'true' '{"kernelMode":"persistent"}' | jq -c ".workspaceRoot = \"$WORK/data/projects/new\"")"
     [ "$status_code" = 400 ]
