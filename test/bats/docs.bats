@@ -6,6 +6,10 @@
 
 load helpers
 
+teardown() {
+    [ -z "${DEST:-}" ] || rm -rf "$DEST"
+}
+
 # help_of PROGRAM: its --help, and its commands' --help where they have one.
 help_of() {
     local p=$1
@@ -56,6 +60,7 @@ programs() { for p in "$SBX_BIN"/sbx-*; do basename "$p"; done; }
     [ -n "${SBX_SOURCE_TREE:-}" ] || SBX_SOURCE_TREE="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
     [ -w "$SBX_SOURCE_TREE" ] || skip "the source tree is read-only here"
     dest=$(mktemp -d /tmp/sbx-install.XXXXXX)
+    DEST=$dest # removed in teardown, whether the test passed or not
     chmod 755 "$dest"
     # The same compiler and flags as the build under test: nothing rebuilds.
     flags=$(cat "$SBX_SOURCE_TREE/build/flags")
@@ -97,5 +102,4 @@ programs() { for p in "$SBX_BIN"/sbx-*; do basename "$p"; done; }
         [ "$(jq -c 'select(.event == "worker.metric") | [.name, .value, .step]' <<<"$output")" = '["loss",0.25,1]' ]
         [ "$(jq -c 'select(.event == "finished") | .result.worker.result.summary' <<<"$output")" = '{"accuracy":0.9}' ]
     done
-    rm -rf "$dest"
 }
