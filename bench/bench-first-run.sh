@@ -97,13 +97,8 @@ jq -r '"concurrent clients:                 \(.clients) x \(.runs / .clients) ru
        "failed / each workspace its run:    \(.failed) / \(.orderHeld)",
        "concurrent throughput (fresh):      \(.perSecond) runs/s (\(.wallSeconds) s)"' <<< "$conc"
 [ "$(jq .failed <<< "$conc")" = 0 ] && [ "$(jq .orderHeld <<< "$conc")" = true ]
-raw_conc() { local i; for ((i = 0; i < CONC_RUNS; i++)); do raw || exit 1; done; }
-t0=$(date +%s%N) loops=()
-for ((k = 0; k < CONC_CLIENTS; k++)); do raw_conc & loops+=($!); done
-for l in "${loops[@]}"; do wait "$l" || { echo "a raw sandbox launch failed" >&2; exit 1; }; done
-t1=$(date +%s%N)
-awk -v n=$((CONC_CLIENTS * CONC_RUNS)) -v ns=$((t1 - t0)) -v sbx="$(jq .perSecond <<< "$conc")" 'BEGIN {
-    raw = n / (ns / 1e9)
+rate=$(anchor_concurrent "$CONC_CLIENTS" "$CONC_RUNS")
+awk -v n=$((CONC_CLIENTS * CONC_RUNS)) -v raw="$rate" -v sbx="$(jq .perSecond <<< "$conc")" 'BEGIN {
     printf "anchor: raw bwrap, as concurrent:   %.1f runs/s (%d launches)\n", raw, n
     printf "ratio concurrent fresh / raw:       %.3f (goal >= 0.8)\n", sbx / raw
 }'

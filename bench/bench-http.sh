@@ -66,12 +66,8 @@ jq -r '"concurrent clients:                 \(.clients) x \(.runs / .clients) sy
 
 # The concurrent anchor: CONC_CLIENTS loops, each launching the raw sandbox
 # of `true` CONC_RUNS times one after another, as many at once as clients.
-raw_loop() { local i; for ((i = 0; i < CONC_RUNS; i++)); do anchor || exit 1; done; }
-t0=$(date +%s%N) loops=()
-for ((k = 0; k < CONC_CLIENTS; k++)); do raw_loop & loops+=($!); done
-for l in "${loops[@]}"; do wait "$l" || { echo "a raw sandbox launch failed" >&2; exit 1; }; done
-t1=$(date +%s%N)
-awk -v n=$((CONC_CLIENTS * CONC_RUNS)) -v ns=$((t1 - t0)) -v sbx="$(jq .perSecond <<< "$conc")" 'BEGIN {
-    printf "anchor: raw bwrap, as concurrent:   %.1f runs/s (%d launches)\n", n / (ns / 1e9), n
-    printf "concurrent ratio:                   %.3f of the raw sandbox\n", sbx / (n / (ns / 1e9))
+rate=$(anchor_concurrent "$CONC_CLIENTS" "$CONC_RUNS")
+awk -v n=$((CONC_CLIENTS * CONC_RUNS)) -v raw="$rate" -v sbx="$(jq .perSecond <<< "$conc")" 'BEGIN {
+    printf "anchor: raw bwrap, as concurrent:   %.1f runs/s (%d launches)\n", raw, n
+    printf "concurrent ratio:                   %.3f of the raw sandbox\n", sbx / raw
 }'

@@ -28,3 +28,15 @@ anchor() {
     [ "${1:-}" != --caller ] || who=()
     "${who[@]}" "${argv[@]}" 3<"$filter" 6< <(echo "$anchor_passwd") 7< <(echo "$anchor_group") 8<"$anchor_ws"
 }
+
+# anchor_concurrent CLIENTS RUNS: CLIENTS loops at once, each running the
+# anchor RUNS times one after another; prints the raw sandbox's runs/s.
+anchor_concurrent() {
+    local clients=$1 runs=$2 k t0 t1 loops=()
+    one_loop() { local i; for ((i = 0; i < runs; i++)); do anchor || exit 1; done; }
+    t0=$(date +%s%N)
+    for ((k = 0; k < clients; k++)); do one_loop & loops+=($!); done
+    for l in "${loops[@]}"; do wait "$l" || { echo "a raw sandbox launch failed" >&2; return 1; }; done
+    t1=$(date +%s%N)
+    awk -v n=$((clients * runs)) -v ns=$((t1 - t0)) 'BEGIN { printf "%.1f", n / (ns / 1e9) }'
+}
