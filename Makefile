@@ -123,7 +123,7 @@ build/$(1).a: $(filter-out build/$(1)/main.o,$(patsubst src/%.c,build/%.o,$(wild
 	@rm -f $$@
 	$$(AR) rcs $$@ $$^
 endef
-$(foreach p,sbx-run sbx-launch sbx-httpd sbx-egress,$(eval $(call program_archive_rule,$(p))))
+$(foreach p,sbx-run sbx-launch sbx-httpd sbx-egress sbx-npu,$(eval $(call program_archive_rule,$(p))))
 bin/test/test_output: TEST_ARCHIVES := build/sbx-run.a
 bin/test/test_output: build/sbx-run.a
 bin/test/test_launch_parts: TEST_ARCHIVES := build/sbx-launch.a
@@ -134,6 +134,8 @@ bin/test/test_http_head: TEST_ARCHIVES := build/sbx-egress.a
 bin/test/test_files: TEST_ARCHIVES := build/sbx-httpd.a
 bin/test/test_files: build/sbx-httpd.a
 bin/test/test_http_head: build/sbx-egress.a
+bin/test/test_npu_smi bin/test/test_gpu_nvidia: TEST_ARCHIVES := build/sbx-npu.a
+bin/test/test_npu_smi bin/test/test_gpu_nvidia: build/sbx-npu.a
 
 bin/test/%: test/unit/%.c test/unit/tmpdir.h build/libsbx.a build/flags
 	@mkdir -p bin/test

@@ -2,7 +2,7 @@
  * `micromamba list --json` into package lines, and nvidia-smi's CSV rows
  * joined against a fixed proc tree (built once in a temporary directory). */
 #include "../src/sbx-env/conda_list.c" /* sbx-env's own reader */
-#include "gpu_nvidia.h"
+#include "../src/sbx-npu/nvidia.c" /* sbx-npu's own reader */
 
 #include <stdint.h>
 #include <stdio.h>

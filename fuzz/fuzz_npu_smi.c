@@ -1,7 +1,7 @@
 /* fuzz_npu_smi.c — libFuzzer target: the npu-smi table parser on arbitrary
  * text (the first NUL splits `info` from `info -m`): no crash, no overread,
  * and every device has a cardId, a chipId and a hostIndex. */
-#include "npu_smi.h"
+#include "../src/sbx-npu/smi.c" /* sbx-npu's own parser */
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #include "exitcodes.h"
 #include "json.h"
 #include "launch_spec.h"
-#include "npu_select.h"
+#include "npu_chips.h"
 #include "quota.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include "../lib/child_env.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
-#include "../lib/spawn.h"
+#include "../lib/stage_call.h"
 #include "../lib/strvec.h"
 
 #include <glob.h>
@@ -14,33 +14,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 extern char **environ;
 
 int broker_managed_python(const char *revision, char *python, char *site, size_t size, struct sbx_error *e)
 {
-	char env[PATH_MAX], line[1024];
+	char env[PATH_MAX];
 	if (sbx_sibling_program("sbx-env", env, sizeof(env)) != 0) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "Managed scientific environments are unavailable to the NPU Broker");
 		return -1;
 	}
 	const char *argv[] = { env, "resolve", "--revision", revision, "--language", "python", NULL };
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true };
-	struct sbx_capture c;
-	if (sbx_spawn_capture(&s, 60000, 1u << 20, &c, e) != 0)
-		return -1;
-	json_t *doc = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0 ? json_loadb(c.out, c.out_len, 0, NULL) : NULL;
+	json_t *doc = sbx_stage_call(&s, 60000, 1u << 20, e);
 	if (!doc) {
-		sbx_last_line(c.err, line, sizeof(line));
-		json_t *d = json_loads(line, 0, NULL);
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "%.900s",
-			      sbx_json_string_or(d, "message", "Managed scientific environments are unavailable to the NPU Broker"));
-		json_decref(d);
-		sbx_capture_free(&c);
+		e->exit_code = SBX_EXIT_USAGE;
+		snprintf(e->code, sizeof(e->code), "bad-request");
 		return -1;
 	}
-	sbx_capture_free(&c);
 	char *real = realpath(sbx_json_string_or(doc, "interpreter", ""), NULL);
 	char pattern[PATH_MAX + 64];
 	snprintf(pattern, sizeof(pattern), "%s/lib/python[0-9]*.[0-9]*/site-packages", sbx_json_string_or(doc, "prefix", "/nonexistent"));

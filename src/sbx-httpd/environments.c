@@ -6,7 +6,7 @@
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
 #include "remote_path.h"
-#include "../lib/spawn.h"
+#include "../lib/stage_call.h"
 #include "../lib/strvec.h"
 
 #include <stdio.h>
@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define ENV_OUTPUT_CAP (32u << 20)
@@ -36,28 +35,12 @@ static int run_env_fd(const char *const *args, int dir_fd, char **out, size_t *l
 	}
 	struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
 			       .extra_fds = &dir_fd, .n_extra = dir_fd >= 0 ? 1 : 0 };
-	struct sbx_capture c;
 	struct sbx_error e;
-	int rc = sbx_spawn_capture(&s, 0, ENV_OUTPUT_CAP, &c, &e);
+	int rc = sbx_stage_call_bytes(&s, 0, ENV_OUTPUT_CAP, out, len, &e);
 	sbx_strvec_free(&argv);
-	if (rc != 0) {
+	if (rc != 0)
 		snprintf(msg, size, "%s", e.message);
-		return -1;
-	}
-	int ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
-	if (!ok) {
-		char line[1024];
-		sbx_last_line(c.err, line, sizeof(line));
-		json_t *d = json_loads(line, 0, NULL);
-		snprintf(msg, size, "%s", sbx_json_string_or(d, "message", line[0] ? line : "sbx-env failed"));
-		json_decref(d);
-	} else {
-		*out = c.out;
-		*len = c.out_len;
-		c.out = NULL;
-	}
-	sbx_capture_free(&c);
-	return ok ? 0 : -1;
+	return rc;
 }
 
 static int run_env(const char *const *args, char **out, size_t *len, char *msg, size_t size)

@@ -7,7 +7,7 @@
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
-#include "../lib/spawn.h"
+#include "../lib/stage_call.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +22,7 @@ static json_t *capability;
 
 struct child_answer {
 	json_t *out;           /* stdout's JSON on success */
-	char code[64];         /* the diagnostic's code on failure */
-	char message[1024];
+	struct sbx_error e;    /* the stage's diagnostic on failure */
 };
 
 /* Runs prog with the given arguments (and body on stdin). */
@@ -32,8 +31,6 @@ static int run_child(const char *prog, const char *const *args, const char *body
 {
 	const char *argv[32] = { prog };
 	int n = 1, in = -1;
-	struct sbx_capture c;
-	struct sbx_error e;
 	for (int i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -44,24 +41,9 @@ static int run_child(const char *prog, const char *const *args, const char *body
 		in = -1;
 	}
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in, .die_with_parent = true };
-	int rc = sbx_spawn_capture(&s, 0, NPU_OUTPUT_CAP, &c, &e);
+	a->out = sbx_stage_call(&s, 0, NPU_OUTPUT_CAP, &a->e);
 	if (in >= 0)
 		close(in);
-	if (rc != 0) {
-		snprintf(a->message, sizeof(a->message), "%s", e.message);
-		return -1;
-	}
-	if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)
-		a->out = json_loadb(c.out, c.out_len, 0, NULL);
-	if (!a->out) {
-		char line[1200];
-		sbx_last_line(c.err, line, sizeof(line));
-		json_t *d = json_loads(line, 0, NULL);
-		snprintf(a->code, sizeof(a->code), "%s", sbx_json_string_or(d, "code", "error"));
-		snprintf(a->message, sizeof(a->message), "%s", sbx_json_string_or(d, "message", line[0] ? line : "failed"));
-		json_decref(d);
-	}
-	sbx_capture_free(&c);
 	return a->out ? 0 : -1;
 }
 
@@ -76,7 +58,7 @@ static int broker(const char *const *args, const char *body, size_t len, struct 
 	argv[n] = NULL;
 	if (!g_server.prog.broker[0]) {
 		memset(a, 0, sizeof(*a));
-		snprintf(a->message, sizeof(a->message), "sbx-broker is not installed next to sbx-httpd");
+		sbx_error_set(&a->e, SBX_EXIT_USAGE, "error", "sbx-broker is not installed next to sbx-httpd");
 		return -1;
 	}
 	return run_child(g_server.prog.broker, argv, body, len, a);
@@ -141,14 +123,14 @@ void npu_start(void)
 		g_server.prog.broker[0] = '\0';
 	/* What the last process left queued or running is interrupted. */
 	if (g_server.prog.broker[0] && broker(recover, NULL, 0, &a) != 0)
-		sbx_diag("warning", "npu-recover", NULL, "%s", a.message);
+		sbx_diag("warning", "npu-recover", NULL, "%s", a.e.message);
 	json_decref(a.out);
 	if (broker(workloads, NULL, 0, &a) == 0) {
 		capability = a.out;
 	} else {
 		if (g_server.cfg.npu_broker) {
 			struct sbx_error e;
-			sbx_error_set(&e, SBX_EXIT_USAGE, "npu-broker", "SCIENCE_AGENT_NPU_BROKER is on but the broker cannot start: %.900s", a.message);
+			sbx_error_set(&e, SBX_EXIT_USAGE, "npu-broker", "SCIENCE_AGENT_NPU_BROKER is on but the broker cannot start: %.900s", a.e.message);
 			sbx_die(&e);
 		}
 		capability = json_pack("{s:b,s:i,s:[]}", "enabled", 0, "queueConcurrency", 1, "workloads");
@@ -179,8 +161,8 @@ static enum MHD_Result answer(struct req *r, unsigned ok, struct child_answer *a
 	/* A job's audit (argv, environment, PATH) stays in the broker's records and logs. */
 	if (a->out)
 		return reply_json(r, ok, sbx_json_del_each(a->out, "audit"));
-	unsigned status = !strcmp(a->code, "not-found") ? 404 : !strcmp(a->code, "not-terminal") ? 409 : 400;
-	return reply_error(r, status, "%s", a->message);
+	unsigned status = !strcmp(a->e.code, "not-found") ? 404 : !strcmp(a->e.code, "not-terminal") ? 409 : 400;
+	return reply_error(r, status, "%s", a->e.message);
 }
 
 static enum MHD_Result devices(struct req *r)

@@ -3,7 +3,7 @@
  * refusal is a 400 with the upstream's message. */
 #include "request.h"
 #include "../lib/egress_policy.h"
-#include "../lib/npu_select.h"
+#include "../lib/npu_chips.h"
 #include "remote_path.h"
 #include "../lib/beneath.h"
 #include "../lib/path.h"

@@ -7,9 +7,9 @@
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
-#include "../lib/npu_config.h"
-#include "../lib/npu_inventory.h"
-#include "../lib/npu_select.h"
+#include "config.h"
+#include "inventory.h"
+#include "select.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "gpu_nvidia.h"
+#include "../../src/sbx-npu/nvidia.h"
 #include "tmpdir.h"
 
 #include <string.h>

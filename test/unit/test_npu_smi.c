@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "io.h"
-#include "npu_smi.h"
+#include "../../src/sbx-npu/smi.h"
 
 #include <stdlib.h>
 #include <string.h>

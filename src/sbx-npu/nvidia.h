@@ -1,4 +1,4 @@
-/* gpu_nvidia.h — NVIDIA GPUs as the driver shows them: one directory per
+/* nvidia.h — NVIDIA GPUs as the driver shows them: one directory per
  * GPU under /proc/driver/nvidia/gpus (model, bus, device minor), joined
  * with `nvidia-smi --query-gpu` readings on the bus id. */
 #ifndef SBX_GPU_NVIDIA_H

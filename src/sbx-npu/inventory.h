@@ -1,12 +1,12 @@
-/* npu_inventory.h — what accelerators this host has and whether a sandbox
+/* inventory.h — what accelerators this host has and whether a sandbox
  * can open each: the vendor's sources in order (Ascend: DCMI, then
  * npu-smi; NVIDIA: the driver's proc tree and nvidia-smi), a probe per
  * chip in a real launch shape, and a 60 s cache that never keeps failures. */
 #ifndef SBX_NPU_INVENTORY_H
 #define SBX_NPU_INVENTORY_H
 
-#include "error.h"
-#include "npu_config.h"
+#include "../lib/error.h"
+#include "config.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
-/* npu_config.c — accelerator host paths: real-host defaults, environment
+/* config.c — accelerator host paths: real-host defaults, environment
  * overrides. */
-#include "npu_config.h"
-#include "fnv.h"
+#include "config.h"
+#include "../lib/fnv.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,14 +1,14 @@
-/* npu_inventory.c — listing accelerators: run the vendor's tools (20 s,
+/* inventory.c — listing accelerators: run the vendor's tools (20 s,
  * 1 MiB each), parse, and keep a probed listing for 60 s. */
-#include "npu_inventory.h"
-#include "atomic_file.h"
-#include "clock.h"
-#include "gpu_nvidia.h"
-#include "io.h"
-#include "npu_dcmi.h"
-#include "npu_smi.h"
-#include "spawn.h"
-#include "text.h"
+#include "inventory.h"
+#include "../lib/atomic_file.h"
+#include "../lib/clock.h"
+#include "nvidia.h"
+#include "../lib/io.h"
+#include "dcmi.h"
+#include "smi.h"
+#include "../lib/spawn.h"
+#include "../lib/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

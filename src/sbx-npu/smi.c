@@ -1,10 +1,10 @@
-/* npu_smi.c — the two npu-smi tables into devices: `|` rows of `info`
+/* smi.c — the two npu-smi tables into devices: `|` rows of `info`
  * until "Process id" (a head row per card, chip rows under it), and the
  * whitespace columns of `info -m` for each chip's logic id. */
-#include "npu_smi.h"
+#include "smi.h"
 
-#include "json.h"
-#include "text.h"
+#include "../lib/json.h"
+#include "../lib/text.h"
 
 #include <ctype.h>
 #include <stdbool.h>

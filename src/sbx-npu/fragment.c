@@ -1,8 +1,8 @@
-/* npu_fragment.c — chips into binds and environment, per vendor: Ascend's
+/* fragment.c — chips into binds and environment, per vendor: Ascend's
  * davinci nodes and CANN variables (sandbox.md 2.4), NVIDIA's nvidiaN
  * nodes, control nodes and driver libraries. */
-#include "npu_fragment.h"
-#include "path.h"
+#include "fragment.h"
+#include "../lib/path.h"
 
 #include <stdio.h>
 #include <string.h>

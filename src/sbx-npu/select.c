@@ -1,48 +1,14 @@
-/* npu_select.c — resolving a chip selection (sandbox.md 5): sort, drop
+/* select.c — resolving a chip selection (sandbox.md 5): sort, drop
  * repeats, look each chip up in a fresh listing restricted to the
  * selection, probe those, and refuse with every reason at once. */
-#include "npu_select.h"
-#include "exitcodes.h"
-#include "npu_fragment.h"
-#include "npu_inventory.h"
+#include "select.h"
+#include "../lib/exitcodes.h"
+#include "fragment.h"
+#include "inventory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int ascending(const void *a, const void *b)
-{
-	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
-}
-
-int sbx_npu_chip_list(const json_t *chips, const char *field, int *out, struct sbx_error *e)
-{
-	size_t i, n = 0;
-	json_t *v;
-
-	if (!json_is_array(chips)) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s: must be an array of device indices", field);
-		return -1;
-	}
-	if (json_array_size(chips) > SBX_NPU_MAX_CHIPS) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s: at most %d devices", field, SBX_NPU_MAX_CHIPS);
-		return -1;
-	}
-	json_array_foreach(chips, i, v) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > SBX_NPU_MAX_INDEX) {
-			sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s[%zu]: must be an integer from 0 to %d", field, i,
-				      SBX_NPU_MAX_INDEX);
-			return -1;
-		}
-		out[n++] = (int)json_integer_value(v);
-	}
-	qsort(out, n, sizeof(*out), ascending);
-	size_t w = 0;
-	for (i = 0; i < n; i++)
-		if (w == 0 || out[w - 1] != out[i])
-			out[w++] = out[i];
-	return (int)w;
-}
 
 static json_t *find(json_t *devices, int index)
 {

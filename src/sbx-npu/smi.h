@@ -1,4 +1,4 @@
-/* npu_smi.h — Ascend chips as `npu-smi info` and `npu-smi info -m` print
+/* smi.h — Ascend chips as `npu-smi info` and `npu-smi info -m` print
  * them (sandbox.md 5, npu.md 3): the status table's head and chip rows,
  * the mapping table's logic ids (Mcu rows skipped), joined on (card, chip).
  * Device identity is always the logic id, never the card number. */

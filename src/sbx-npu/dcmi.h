@@ -1,4 +1,4 @@
-/* npu_dcmi.h — Ascend chips from the driver's DCMI library (libdcmi.so,
+/* dcmi.h — Ascend chips from the driver's DCMI library (libdcmi.so,
  * loaded with dlopen at run time, so sbx needs no Ascend SDK to build). */
 #ifndef SBX_NPU_DCMI_H
 #define SBX_NPU_DCMI_H

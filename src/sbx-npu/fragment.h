@@ -1,11 +1,11 @@
-/* npu_fragment.h — the launch spec's `devices` member for chosen chips
+/* fragment.h — the launch spec's `devices` member for chosen chips
  * (sbx-formats(5)): device nodes renumbered from 0 in ascending host
  * order, the management nodes the host has, read-only files, and the
  * environment --clearenv would otherwise wipe. */
 #ifndef SBX_NPU_FRAGMENT_H
 #define SBX_NPU_FRAGMENT_H
 
-#include "npu_config.h"
+#include "config.h"
 
 #include <jansson.h>
 #include <stddef.h>

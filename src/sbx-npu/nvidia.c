@@ -1,9 +1,9 @@
-/* gpu_nvidia.c — /proc/driver/nvidia/gpus/<bus>/information ("Key: value"
+/* nvidia.c — /proc/driver/nvidia/gpus/<bus>/information ("Key: value"
  * lines) and nvidia-smi's CSV rows, joined on the PCI address. */
-#include "gpu_nvidia.h"
+#include "nvidia.h"
 
-#include "json.h"
-#include "text.h"
+#include "../lib/json.h"
+#include "../lib/text.h"
 
 #include <ctype.h>
 #include <dirent.h>

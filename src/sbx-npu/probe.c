@@ -1,10 +1,10 @@
-/* npu_probe.c — can a sandbox open this chip? One throwaway launch per
+/* probe.c — can a sandbox open this chip? One throwaway launch per
  * chip, through sbx-launch itself with that chip's fragment, so the probe
  * has exactly a real launch's shape: same seccomp profile, identity files,
  * binds and environment (upstream's probe had none of the first two). */
-#include "npu_fragment.h"
-#include "npu_inventory.h"
-#include "spawn.h"
+#include "fragment.h"
+#include "inventory.h"
+#include "../lib/spawn.h"
 
 #include <pthread.h>
 #include <stdio.h>

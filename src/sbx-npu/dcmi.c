@@ -1,7 +1,7 @@
-/* npu_dcmi.c — the DCMI walk: init, cards, chips per card, each chip's logic
+/* dcmi.c — the DCMI walk: init, cards, chips per card, each chip's logic
  * id (the N of /dev/davinciN), then optional readings. Structures are
  * declared here with the driver header's layout, padded against growth. */
-#include "npu_dcmi.h"
+#include "dcmi.h"
 
 #include <dlfcn.h>
 #include <stdbool.h>
