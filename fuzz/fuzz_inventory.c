@@ -13,12 +13,26 @@
 
 static char root[64];
 
+/* The tree goes when the fuzzer exits (libFuzzer ends with exit()). */
+static void remove_tree(void)
+{
+	char path[320];
+	snprintf(path, sizeof(path), "%s/gpus/0000:07:00.0/information", root);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/gpus/0000:07:00.0", root);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/gpus", root);
+	rmdir(path);
+	rmdir(root);
+}
+
 static void proc_tree(void)
 {
 	char path[256];
 	snprintf(root, sizeof(root), "/tmp/fuzz-nvidia-XXXXXX");
 	if (!mkdtemp(root))
 		abort();
+	atexit(remove_tree);
 	snprintf(path, sizeof(path), "%s/gpus", root);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/gpus/0000:07:00.0", root);

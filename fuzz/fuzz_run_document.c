@@ -1,8 +1,11 @@
 /* fuzz_run_document.c — libFuzzer target: a job's run document from
  * arbitrary JSON, claimed and then parsed in full (as sbx-run does after
  * the bootstrap fetch). Either accepted or refused with a message. */
-#include "curl_dl.h"
-#include "run_document.h"
+/* sbx-run's own reader, with what it calls */
+#include "../src/sbx-run/curl_dl.c"
+#include "../src/sbx-run/event_sign.c"
+#include "../src/sbx-run/object_store.c"
+#include "../src/sbx-run/document.c"
 
 #include <stdint.h>
 #include <stdlib.h>

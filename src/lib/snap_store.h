@@ -68,10 +68,6 @@ int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, struct sbx_snap_p
 int sbx_snap_resolve(const char *store, const char *what, char digest[72], struct sbx_error *e);
 /* The manifest of a digest, checked against its digest. */
 json_t *sbx_snap_manifest(const char *store, const char *digest, struct sbx_error *e);
-/* {created, modified, deleted}: files and symlinks by path. */
-json_t *sbx_snap_diff(const char *store, const char *a, const char *b, struct sbx_error *e);
-/* Recreates a snapshot in dir (absent or empty); contents are verified. */
-int sbx_snap_restore(const char *store, const char *digest, const char *dir, struct sbx_error *e);
 /* The reflog of a ref: [{at, digest}], oldest first. */
 json_t *sbx_snap_log(const char *store, const char *ref, struct sbx_error *e);
 /* Collection (snap_gc.c): keeps the last keep versions of every ref's

@@ -33,19 +33,6 @@ struct sbx_spawn {
  * not be executed (exec's errno is in *exec_errno when not NULL). */
 pid_t sbx_spawn_start(const struct sbx_spawn *s, int *exec_errno, struct sbx_error *e);
 
-/* A start in two steps (spawn_hold.c). hold forks the child at once: it
- * takes its session and parent-death signal and joins the cgroups of s
- * (a cgroup v1 join waits out an RCU grace period, so it starts early
- * and runs while the caller prepares); release then sends it argv, the
- * environment, the working directory and the fds of a second spec, and it
- * execs. discard kills and reaps a held child never released. */
-struct sbx_spawn_holder {
-	pid_t pid;
-	int sock;               /* our end; -1 once released or discarded */
-};
-int sbx_spawn_hold(const struct sbx_spawn *s, struct sbx_spawn_holder *h, struct sbx_error *e);
-pid_t sbx_spawn_release(struct sbx_spawn_holder *h, const struct sbx_spawn *s, int *exec_errno, struct sbx_error *e);
-void sbx_spawn_discard(struct sbx_spawn_holder *h);
 /* In a child: its session or group, parent-death signal and cgroups as s
  * says; 0 or the errno of a failed join. */
 int sbx_spawn_child_setup(const struct sbx_spawn *s);

@@ -4,7 +4,7 @@
 #include "run.h"
 #include "../lib/cli.h"
 #include "../lib/diag.h"
-#include "../lib/event_sign.h"
+#include "event_sign.h"
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/json.h"

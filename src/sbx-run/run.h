@@ -6,10 +6,10 @@
 
 #include "worker.h"
 #include "../lib/cgroup_limits.h"
-#include "../lib/event_sign.h"
-#include "../lib/object_store.h"
+#include "event_sign.h"
+#include "object_store.h"
 #include "../lib/quota_watch.h"
-#include "../lib/run_document.h"
+#include "document.h"
 #include "output.h"
 #include "../lib/run_request.h"
 #include "../lib/run_as.h"

@@ -8,7 +8,7 @@
 #define SBX_RUN_SANDBOX_H
 
 #include "../lib/error.h"
-#include "../lib/spawn.h"
+#include "spawn_hold.h"
 
 #include <jansson.h>
 #include <stdbool.h>

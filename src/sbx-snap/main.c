@@ -4,7 +4,7 @@
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
-#include "../lib/snap_store.h"
+#include "restore.h"
 
 #include <getopt.h>
 #include <stdint.h>

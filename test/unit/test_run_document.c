@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "object_store.h"
-#include "run_document.h"
+#include "../../src/sbx-run/object_store.h"
+#include "../../src/sbx-run/document.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "child_env.h"
-#include "spawn.h"
+#include "../../src/sbx-run/spawn_hold.h"
 
 #include <errno.h>
 #include <fcntl.h>
