@@ -24,11 +24,15 @@ struct sbx_exit_entry {
 	int code;
 	const char *name;    /* stable machine name */
 	const char *meaning; /* one line for --help and man pages */
+	const char *failure_class; /* a result's failureClass: user, policy, infra, ...; NULL for ok */
 };
 
 extern const struct sbx_exit_entry sbx_exit_table[];
 extern const size_t sbx_exit_table_len;
 
 const char *sbx_exit_name(int code);
+/* The failureClass of a run that ended with code: NULL for success, "infra"
+ * for a code the table does not know. */
+const char *sbx_exit_failure_class(int code);
 
 #endif

@@ -10,22 +10,6 @@
 #include <string.h>
 #include <sys/wait.h>
 
-const char *run_failure_class_of(int status)
-{
-	switch (status) {
-	case SBX_EXIT_OK: return NULL;
-	case SBX_EXIT_WORKLOAD:
-	case SBX_EXIT_USAGE: return "user";
-	case SBX_EXIT_POLICY: return "policy";
-	case SBX_EXIT_RESOURCE: return "resource-exhausted";
-	case SBX_EXIT_TIMEOUT: return "timeout";
-	case SBX_EXIT_VIOLATION: return "sandbox-violation";
-	case SBX_EXIT_INTEGRITY: return "integrity";
-	case SBX_EXIT_CANCELLED: return "cancelled";
-	default: return "infra";
-	}
-}
-
 /* A run that was fine so far ends as infra when its results did not land. */
 static int worse(int status, const struct sbx_error *e)
 {
@@ -36,7 +20,7 @@ static int worse(int status, const struct sbx_error *e)
 
 static void mark_result(json_t *result, int status, const struct sbx_error *e)
 {
-	const char *cls = run_failure_class_of(status);
+	const char *cls = sbx_exit_failure_class(status);
 	json_object_set_new(result, "failureClass", cls ? json_string(cls) : json_null());
 	if (json_is_null(json_object_get(result, "error")) || !json_object_get(result, "error"))
 		json_object_set_new(result, "error", json_string(e->message));
@@ -45,7 +29,7 @@ static void mark_result(json_t *result, int status, const struct sbx_error *e)
 static json_t *build(struct run *r, json_t *result, int status, bool partial)
 {
 	struct run_job *j = r->job;
-	const char *cls = run_failure_class_of(status);
+	const char *cls = sbx_exit_failure_class(status);
 	json_t *outputs = json_object_get(r->outputs, "files");
 	bool complete = json_is_true(json_object_get(r->outputs, "complete")) && !j->failed.exit_code &&
 			json_array_size(j->outputs) == json_array_size(outputs);

@@ -2,6 +2,7 @@
  * atomically as result.json: a crash leaves no result.json or a whole one. */
 #include "run.h"
 #include "../lib/clock.h"
+#include "../lib/exitcodes.h"
 #include "../lib/atomic_file.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
@@ -67,7 +68,7 @@ json_t *run_result(struct run *r)
 		exit_code = json_integer(128 + WTERMSIG(r->wait_status));
 	else if (r->ran && WIFEXITED(r->wait_status))
 		exit_code = json_integer(WEXITSTATUS(r->wait_status));
-	const char *cls = run_failure_class_of(r->exit_code);
+	const char *cls = sbx_exit_failure_class(r->exit_code);
 	json_t *env = json_object_get(r->provenance, "env");
 	json_t *res = json_pack(
 		"{s:s,s:s,s:o,s:b,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:O,s:O,s:O,s:o}",

@@ -150,8 +150,6 @@ int run_job_manifest(struct run *r, json_t *result, int status);
 /* Before the workload: a manifest marked running, which proves the grant
  * (a job killed outright leaves it saying so); -1: the job ends as infra. */
 int run_job_manifest_start(struct run *r, struct sbx_error *e);
-/* The failure class of an exit status (NULL for 0). */
-const char *run_failure_class_of(int status);
 
 /* store.c: the store's defaults and options (--max-manifest-bytes 'M',
  * --keep-versions 'N', --gc-interval-s 'G', --no-gc 'Z');

@@ -103,3 +103,11 @@ programs() { for p in "$SBX_BIN"/sbx-*; do basename "$p"; done; }
         [ "$(jq -c 'select(.event == "finished") | .result.worker.result.summary' <<<"$output")" = '{"accuracy":0.9}' ]
     done
 }
+
+@test "every file in src/lib is reached by at least two programs (a program's own logic is in its folder)" {
+    [ -d "$BATS_TEST_DIRNAME/../../build/lib" ] || skip "no build tree here"
+    run python3 "$BATS_TEST_DIRNAME/../../mk/lib-reach.py" --check
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"src/lib: "* ]]
+}
