@@ -1,4 +1,5 @@
-/* datadir.c — resolving the default data directory from the environment. */
+/* datadir.c — the default data directory from the environment, and the
+ * table of the areas below it. */
 #include "datadir.h"
 
 #include <stdio.h>
@@ -25,4 +26,26 @@ int sbx_data_dir(char *out, size_t size)
 	if ((v = getenv("HOME")) && *v == '/')
 		return fits(snprintf(out, size, "%s/.local/state/sbx", v), size);
 	return fits(snprintf(out, size, "/tmp/sbx-%u", (unsigned)geteuid()), size);
+}
+
+const struct sbx_data_area_entry sbx_data_layout[SBX_DATA_AREAS] = {
+	[SBX_DATA_CACHE] = { "cache", "sbx-probe, sbx-npu", "probe records and accelerator listings" },
+	[SBX_DATA_WORKSPACE_UIDS] = { "workspace-uids", "sbx-run", "the registry of per-workspace uids" },
+	[SBX_DATA_EXECUTIONS] = { "executions", "sbx-run", "runs, leases and the snapshot store of sbx-run run by hand" },
+	[SBX_DATA_EGRESS] = { "eg", "sbx-run", "per-revision egress gateway sockets and logs" },
+	[SBX_DATA_PROJECTS] = { "projects", "sbx-httpd", "project workspaces" },
+	[SBX_DATA_REMOTE_WORKSPACES] = { "remote-workspaces", "sbx-httpd", "remote workspaces by key" },
+	[SBX_DATA_REMOTE_SNAPSHOTS] = { "remote-snapshots", "sbx-httpd", "remote workspace snapshots" },
+	[SBX_DATA_RUNNER_EXECUTIONS] = { "runner-executions", "sbx-httpd", "executions.sqlite, and runs/: sbx-run's state" },
+	[SBX_DATA_VERSIONING] = { "versioning", "sbx-run, sbx-snap", "the snapshot store of workspaces run through sbx-httpd" },
+	[SBX_DATA_RUNNER_UPLOADS] = { "runner-uploads", "sbx-httpd", "streamed uploads being staged" },
+	[SBX_DATA_SKILL_PACKAGES] = { "skill-packages", "sbx-httpd", "held skill packages" },
+	[SBX_DATA_SCIENTIFIC_ENVS] = { "scientific-envs", "sbx-env", "managed environments, the catalog, setup state, locks" },
+	[SBX_DATA_NPU_JOBS] = { "npu-jobs", "sbx-broker", "NPU job records, homes and logs" },
+};
+
+int sbx_data_path(const char *data, enum sbx_data_area area, const char *leaf, char *out, size_t size)
+{
+	return fits(snprintf(out, size, "%s/%s%s%s", data, sbx_data_layout[area].name, leaf ? "/" : "",
+			     leaf ? leaf : ""), size);
 }

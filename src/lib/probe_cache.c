@@ -89,7 +89,7 @@ static int resolve_dir(const struct sbx_probe_request *req, char *out, size_t si
 		return snprintf(out, size, "%s", req->cache_dir) < (int)size ? 0 : -1;
 	if (sbx_data_dir(data, sizeof(data)) != 0)
 		return -1;
-	return snprintf(out, size, "%s/cache", data) < (int)size ? 0 : -1;
+	return sbx_data_path(data, SBX_DATA_CACHE, NULL, out, size);
 }
 
 /* The record file for a key: probe-<caller>-<FNV-1a of the bwrap path>. */

@@ -70,7 +70,7 @@ static int entry_is(int dirfd, const char *name, const char *key)
 int sbx_workspace_uid_registry(char *out, size_t size)
 {
 	char data[PATH_MAX];
-	return sbx_data_dir(data, sizeof(data)) == 0 && snprintf(out, size, "%s/workspace-uids", data) < (int)size ? 0 : -1;
+	return sbx_data_dir(data, sizeof(data)) == 0 && sbx_data_path(data, SBX_DATA_WORKSPACE_UIDS, NULL, out, size) == 0 ? 0 : -1;
 }
 
 int sbx_workspace_uid_release(const char *registry_dir, int ws_fd)

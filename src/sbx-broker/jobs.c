@@ -8,6 +8,7 @@
 #include "../lib/json.h"
 #include "../lib/path.h"
 #include "../lib/text.h"
+#include "../lib/datadir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static bool safe_id(const char *id)
 static char *projects_workspace(const struct broker *b, const char *ws, struct sbx_error *e)
 {
 	char projects[PATH_MAX + 16];
-	snprintf(projects, sizeof(projects), "%s/projects", b->data);
+	sbx_data_path(b->data, SBX_DATA_PROJECTS, NULL, projects, sizeof(projects));
 	char *root = realpath(projects, NULL), *real = ws && *ws ? realpath(ws, NULL) : NULL;
 	bool inside = root && real && sbx_path_is_within(root, real) && strcmp(root, real) != 0;
 	free(root);

@@ -120,7 +120,7 @@ static int parse(int argc, char **argv, struct options *o, struct broker *b)
 	}
 	if (!b->data[0] || strlen(b->data) > PATH_MAX - 64)
 		sbx_cli_usage_error("sbx-broker", "data directory path too long");
-	snprintf(b->dir, sizeof(b->dir), "%.*s/npu-jobs", PATH_MAX - 64, b->data);
+	sbx_data_path(b->data, SBX_DATA_NPU_JOBS, NULL, b->dir, sizeof(b->dir));
 	if (config && *config)
 		path_opt(b->config, config, "--config: too long");
 	else if (snprintf(b->config, sizeof(b->config), "%.*s/share/sbx/workloads/npu-workloads.default.json",

@@ -44,7 +44,7 @@ int env_open(struct envctx *c, struct sbx_error *e)
 	memset(c, 0, sizeof(*c));
 	c->lock_fd = -1;
 	if (sbx_data_dir(c->data, sizeof(c->data)) != 0 ||
-	    snprintf(c->root, sizeof(c->root), "%s/scientific-envs", c->data) >= (int)sizeof(c->root)) {
+	    sbx_data_path(c->data, SBX_DATA_SCIENTIFIC_ENVS, NULL, c->root, sizeof(c->root)) != 0) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "the data directory path is too long");
 		return -1;
 	}

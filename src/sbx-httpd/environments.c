@@ -3,6 +3,7 @@
  * API; /health reads the setup state sbx-env keeps, spawning nothing. */
 #include "httpd.h"
 #include "request.h"
+#include "../lib/datadir.h"
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
 #include "remote_path.h"
@@ -79,10 +80,10 @@ void environments_start_setup(void)
 json_t *environments_capability(void)
 {
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof(path), "%s/scientific-envs/setup.json", g_server.cfg.data_dir);
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_SCIENTIFIC_ENVS, "setup.json", path, sizeof(path));
 	json_t *state = json_load_file(path, 0, NULL);
 	bool ready = !strcmp(sbx_json_string_or(state, "state", ""), "ready") && g_server.cfg.scientific_envs;
-	snprintf(path, sizeof(path), "%s/scientific-envs/catalog.json", g_server.cfg.data_dir);
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_SCIENTIFIC_ENVS, "catalog.json", path, sizeof(path));
 	json_t *catalog = ready ? json_load_file(path, 0, NULL) : NULL, *langs = json_array();
 	size_t i;
 	json_t *env;
@@ -293,6 +294,6 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 int environments_lease(const char *env_id)
 {
 	char dir[PATH_MAX + 64];
-	snprintf(dir, sizeof(dir), "%s/scientific-envs/locks", g_server.cfg.data_dir);
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_SCIENTIFIC_ENVS, "locks", dir, sizeof(dir));
 	return sbx_env_lease(dir, env_id, false);
 }

@@ -10,6 +10,7 @@
 #include "../lib/run_as.h"
 #include "../lib/supervisor_caps.h"
 #include "../lib/workspace_uid.h"
+#include "../lib/datadir.h"
 
 #include <pwd.h>
 #include <stdio.h>
@@ -151,7 +152,7 @@ enum MHD_Result handle_resources(struct req *r)
 				 (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "loadAverage1m", load[0], "memoryTotalBytes",
 				 (json_int_t)si.totalram * si.mem_unit, "memoryFreeBytes",
 				 (json_int_t)si.freeram * si.mem_unit, "uptimeSeconds", (json_int_t)si.uptime);
-	snprintf(disk_path, sizeof(disk_path), "%s/remote-workspaces", g_server.cfg.data_dir);
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_REMOTE_WORKSPACES, NULL, disk_path, sizeof(disk_path));
 	struct statvfs vfs;
 	if (realpath(disk_path, real) && statvfs(real, &vfs) == 0) {
 		json_object_set_new(body, "workspaceDisk",

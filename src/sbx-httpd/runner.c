@@ -9,6 +9,7 @@
 #include "json_escape.h"
 #include "../lib/spawn.h"
 #include "../lib/tree_remove.h"
+#include "../lib/datadir.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -37,7 +38,7 @@
 static int runs_dir(void)
 {
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof(path), "%s/runner-executions/runs", g_server.cfg.data_dir);
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_RUNNER_EXECUTIONS, "runs", path, sizeof(path));
 	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
@@ -202,9 +203,9 @@ pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, con
 {
 	const struct config *cfg = &g_server.cfg;
 	char state[PATH_MAX + 32], store[PATH_MAX + 32], egress[PATH_MAX + 32], grace[16];
-	snprintf(state, sizeof(state), "%s/runner-executions/runs", cfg->data_dir);
-	snprintf(store, sizeof(store), "%s/versioning", cfg->data_dir);
-	snprintf(egress, sizeof(egress), "%s/eg", cfg->data_dir);
+	sbx_data_path(cfg->data_dir, SBX_DATA_RUNNER_EXECUTIONS, "runs", state, sizeof(state));
+	sbx_data_path(cfg->data_dir, SBX_DATA_VERSIONING, NULL, store, sizeof(store));
+	sbx_data_path(cfg->data_dir, SBX_DATA_EGRESS, NULL, egress, sizeof(egress));
 	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
 	/* Run directories kept for a while (SCIENCE_AGENT_RUN_RETENTION_SECONDS)
 	 * hold result.json and launch-spec.json; others go unread. */
@@ -279,7 +280,9 @@ static int start_run(json_t *request, const int *fds, size_t n_fds, struct child
 	strcpy(c->internal_id, "h");
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(c->internal_id + 1 + 2 * i, 3, "%02x", rnd[i]);
-	snprintf(c->exec_dir, sizeof(c->exec_dir), "%s/runner-executions/runs/%s", g_server.cfg.data_dir, c->internal_id);
+	char leaf[64];
+	snprintf(leaf, sizeof(leaf), "runs/%s", c->internal_id);
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_RUNNER_EXECUTIONS, leaf, c->exec_dir, sizeof(c->exec_dir));
 	json_object_set_new(request, "executionId", json_string(c->internal_id));
 	long long timeout = json_integer_value(json_object_get(request, "timeoutMs"));
 	c->hard_deadline_ms = timeout > 0 ? sbx_mono_ms() + timeout + RUNNER_GRACE_MS + RUNNER_KILL_GRACE_MS : 0;

@@ -6,6 +6,7 @@
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/sqlite_open.h"
+#include "../lib/datadir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ static int migrate(sqlite3 *db)
 int store_open(struct server *s, struct sbx_error *e)
 {
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof(path), "%s/runner-executions/executions.sqlite", s->cfg.data_dir);
+	sbx_data_path(s->cfg.data_dir, SBX_DATA_RUNNER_EXECUTIONS, "executions.sqlite", path, sizeof(path));
 	if (sbx_sqlite_open(path, schema, 5000, SBX_EXIT_RESOURCE, &s->db, e) != 0)
 		return -1;
 	/* Never replayed: a record the last process left open is "unknown". */

@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 		sbx_error_set(&e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long");
 		sbx_die(&e);
 	}
-	snprintf(cache, sizeof(cache), "%s/cache", data);
+	sbx_data_path(data, SBX_DATA_CACHE, NULL, cache, sizeof(cache));
 
 	/* 2. As the starting user: workspace ownership, the filter, the probe,
 	 * and every host object the sandbox binds, opened now, bound by fd. */

@@ -367,11 +367,14 @@ int main(int argc, char **argv)
 	if (state)
 		n = snprintf(r->state_dir, sizeof(r->state_dir), "%s", state);
 	else if (sbx_data_dir(data, sizeof(data)) == 0)
-		n = snprintf(r->state_dir, sizeof(r->state_dir), "%s/executions", data);
+		n = sbx_data_path(data, SBX_DATA_EXECUTIONS, NULL, r->state_dir, sizeof(r->state_dir)) == 0
+			    ? (int)strlen(r->state_dir) : -1;
 	if (n < 0 || (size_t)n >= sizeof(r->state_dir) - 64)
 		sbx_cli_usage_error("sbx-run", "--state-dir: path too long");
 	n = egress ? snprintf(r->egress_dir, sizeof(r->egress_dir), "%s", egress)
-		   : sbx_data_dir(data, sizeof(data)) == 0 ? snprintf(r->egress_dir, sizeof(r->egress_dir), "%s/eg", data) : -1;
+		   : sbx_data_dir(data, sizeof(data)) == 0 &&
+				     sbx_data_path(data, SBX_DATA_EGRESS, NULL, r->egress_dir, sizeof(r->egress_dir)) == 0
+			     ? (int)strlen(r->egress_dir) : -1;
 	if (n < 0 || (size_t)n >= sizeof(r->egress_dir))
 		sbx_cli_usage_error("sbx-run", "--egress-dir: path too long");
 	if (!no_snapshot) {

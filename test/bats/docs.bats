@@ -111,3 +111,17 @@ programs() { for p in "$SBX_BIN"/sbx-*; do basename "$p"; done; }
     [ "$status" -eq 0 ]
     [[ "$output" == *"src/lib: "* ]]
 }
+
+@test "the data directory's layout table and sbx-formats(5) name the same areas, owners and contents" {
+    local src="$BATS_TEST_DIRNAME/../../src/lib/datadir.c" man="$BATS_TEST_DIRNAME/../../man/sbx-formats.5.scd"
+    local rows
+    rows=$(grep -E '^\s*\[SBX_DATA_[A-Z_]+\] = \{' "$src")
+    [ "$(echo "$rows" | wc -l)" -ge 10 ]
+    while IFS= read -r row; do
+        name=$(echo "$row" | sed -E 's/.*= \{ "([^"]+)", "([^"]+)", "([^"]+)".*/\1/')
+        owner=$(echo "$row" | sed -E 's/.*= \{ "([^"]+)", "([^"]+)", "([^"]+)".*/\2/')
+        holds=$(echo "$row" | sed -E 's/.*= \{ "([^"]+)", "([^"]+)", "([^"]+)".*/\3/')
+        grep -A3 -F "|  _${name}_" "$man" | grep -qF ":  $owner" || { echo "$name: owner $owner not in the man page"; return 1; }
+        grep -A3 -F "|  _${name}_" "$man" | grep -qF ":  $holds" || { echo "$name: '$holds' not in the man page"; return 1; }
+    done <<< "$rows"
+}
