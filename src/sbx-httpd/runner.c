@@ -2,12 +2,12 @@
  * on stdout, diagnostics on stderr; it dies with us (PR_SET_PDEATHSIG), so
  * no sandbox outlives the server. */
 #include "runner.h"
-#include "../lib/supervisor_record.h"
+#include "../lib/diag.h"
 #include "standby.h"
 #include "../lib/clock.h"
 #include "../lib/json.h"
 #include "json_escape.h"
-#include "../lib/spawn.h"
+#include "../lib/stage_call.h"
 #include "../lib/tree_remove.h"
 #include "../lib/datadir.h"
 
@@ -32,7 +32,8 @@
  * (createdFiles, ...) still grow with the workspace. */
 #define EVENT_LINE_MAX (64u << 20)
 
-#define SWEEP_MAX 64 /* run directories one start removes at most */
+#define SWEEP_MAX "64"      /* run directories one sweep removes at most */
+#define SWEEP_TIMEOUT_MS 60000
 
 /* <data>/runner-executions/runs, opened without following a symlink. */
 static int runs_dir(void)
@@ -42,34 +43,21 @@ static int runs_dir(void)
 	return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* Run directories (h + 24 hex) older than the retention go, unless their
- * sbx-run still lives: at startup in every mode (what a crash or a kill
- * left), and before each start when runs are retained. */
+/* Run directories older than the retention go, unless their sbx-run
+ * still lives (`sbx-run sweep`): at startup in every mode (what a crash or
+ * a kill left), and before each start when runs are retained. */
 void runner_sweep(void)
 {
-	int dir = runs_dir();
-	DIR *d = dir >= 0 ? fdopendir(dir) : NULL;
-	if (!d) {
-		if (dir >= 0)
-			close(dir);
-		return;
-	}
-	long long now = sbx_wall_ms() / 1000;
-	int removed = 0;
-	for (struct dirent *de; removed < SWEEP_MAX && (de = readdir(d));) {
-		struct stat st;
-		if (de->d_name[0] != 'h' || strlen(de->d_name) != 25 ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-		    now - st.st_mtim.tv_sec < g_server.cfg.run_retention_s)
-			continue;
-		/* A run still going holds supervisor.json naming a live sbx-run. */
-		pid_t owner;
-		if (sbx_supervisor_alive(dirfd(d), de->d_name, &owner))
-			continue;
-		if (sbx_remove_tree_at(dirfd(d), de->d_name) == 0)
-			removed++;
-	}
-	closedir(d);
+	char runs[PATH_MAX + 64], older[24];
+	struct sbx_error e;
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_RUNNER_EXECUTIONS, "runs", runs, sizeof(runs));
+	snprintf(older, sizeof(older), "%lld", g_server.cfg.run_retention_s);
+	const char *argv[] = { g_server.prog.run, "sweep", "--older-than", older, "--max", SWEEP_MAX, runs, NULL };
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true };
+	json_t *answer = sbx_stage_call(&s, SWEEP_TIMEOUT_MS, 4096, &e);
+	if (!answer)
+		sbx_diag("warning", "sweep-failed", NULL, "sbx-run sweep: %s", e.message);
+	json_decref(answer);
 }
 
 /* Every sbx-run started and not yet let go, so that a shutdown can stop

@@ -75,3 +75,8 @@ uint64_t sbx_npu_config_key(const struct sbx_npu_config *cfg)
 		h = sbx_fnv1a64(h, parts[i], strlen(parts[i]) + 1);
 	return h;
 }
+
+const char *sbx_npu_unit(const struct sbx_npu_config *cfg)
+{
+	return cfg->vendor == SBX_NPU_NVIDIA ? "GPU" : "NPU";
+}

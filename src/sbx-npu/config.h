@@ -35,4 +35,7 @@ const char *sbx_npu_vendor_name(enum sbx_npu_vendor vendor);
 /* A fingerprint of everything that changes an inventory (its cache key). */
 uint64_t sbx_npu_config_key(const struct sbx_npu_config *cfg);
 
+/* "NPU" or "GPU": how messages name one device of this vendor. */
+const char *sbx_npu_unit(const struct sbx_npu_config *cfg);
+
 #endif

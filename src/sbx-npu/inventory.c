@@ -7,6 +7,7 @@
 #include "../lib/io.h"
 #include "dcmi.h"
 #include "smi.h"
+#include "tool_output.h"
 #include "../lib/spawn.h"
 #include "../lib/text.h"
 
@@ -18,44 +19,6 @@
 #include <time.h>
 
 #define TOOL_OUTPUT_CAP (1u << 20)
-
-const char *sbx_npu_unit(const struct sbx_npu_config *cfg)
-{
-	return cfg->vendor == SBX_NPU_NVIDIA ? "GPU" : "NPU";
-}
-
-static bool noise(const char *line)
-{
-	return !*line || *line == '+' || *line == '|' || strncmp(line, "DrvMngGetConsoleLogLevel", 24) == 0;
-}
-
-static bool first_line(const char *text, char *out, size_t size)
-{
-	const char *p = text;
-	while (p && *p) {
-		const char *end = strchr(p, '\n');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		char line[1024];
-		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) - 1 ? n : sizeof(line) - 1), p);
-		char *s = sbx_trim(line);
-		if (!noise(s)) {
-			json_t *diag = *s == '{' ? json_loads(s, 0, NULL) : NULL;
-			const char *msg = json_string_value(json_object_get(diag, "message"));
-			snprintf(out, size, "%s", msg ? msg : s);
-			json_decref(diag);
-			return true;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return false;
-}
-
-void sbx_npu_reason_line(const char *err, const char *out, char *line, size_t size)
-{
-	line[0] = '\0';
-	if (!first_line(err, line, size))
-		first_line(out, line, size);
-}
 
 /* Runs a status tool; 0 with its stdout, or -1 with why. */
 static int run_tool(const char *const *argv, struct sbx_capture *c, char *why, size_t size)

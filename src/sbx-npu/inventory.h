@@ -12,7 +12,6 @@
 #include <stdbool.h>
 
 #define SBX_NPU_CACHE_TTL_S 60
-#define SBX_NPU_TOOL_TIMEOUT_MS 20000
 
 /* {supported, source, devices, error?, capturedAt}, without probes. */
 json_t *sbx_npu_inventory_read(const struct sbx_npu_config *cfg);
@@ -22,11 +21,5 @@ void sbx_npu_probe_devices(const struct sbx_npu_config *cfg, json_t *devices);
 /* The listing with probes: from <cache_dir>/npu-<key>.json when younger
  * than 60 s and refresh is false; a fresh one is cached unless it failed. */
 json_t *sbx_npu_inventory(const struct sbx_npu_config *cfg, const char *cache_dir, bool refresh);
-/* "NPU" or "GPU": how messages name one device of this vendor. */
-const char *sbx_npu_unit(const struct sbx_npu_config *cfg);
-/* The first line of a tool's output worth showing: stderr before stdout,
- * trimmed, skipping table rules ('+', '|') and the Ascend driver's
- * DrvMngGetConsoleLogLevel noise; a JSON diagnostic gives its message. */
-void sbx_npu_reason_line(const char *err, const char *out, char *line, size_t size);
 
 #endif

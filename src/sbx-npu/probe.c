@@ -4,6 +4,7 @@
  * binds and environment (upstream's probe had none of the first two). */
 #include "fragment.h"
 #include "inventory.h"
+#include "tool_output.h"
 #include "../lib/spawn.h"
 
 #include <pthread.h>

@@ -8,7 +8,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
-#include "../lib/supervisor_record.h"
+#include "supervisor_record.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>

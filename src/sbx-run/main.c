@@ -301,6 +301,8 @@ int main(int argc, char **argv)
 	sbx_diag_program("sbx-run");
 	if (argc > 1 && !strcmp(argv[1], "verify"))
 		return run_verify_command(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "sweep"))
+		return run_sweep_command(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "cancel")) {
 		if (argc != 3)
 			sbx_cli_usage_error("sbx-run", "cancel takes one EXECUTION-DIR");

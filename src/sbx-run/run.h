@@ -124,6 +124,8 @@ void run_adopt_launch(struct run *r);
 /* commands.c: `sbx-run cancel DIR` and `sbx-run verify ...`. */
 int run_cancel_command(const char *dir);
 int run_verify_command(int argc, char **argv);
+/* sweep.c: `sbx-run sweep STATE-DIR [--older-than S] [--max N]`. */
+int run_sweep_command(int argc, char **argv);
 
 /* standby.c: fds 3 .. 3 + STANDBY_FDS - 1 are placeholders while a
  * standby waits; the request's directories take their places. */

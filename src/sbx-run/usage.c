@@ -9,6 +9,7 @@ void run_usage(FILE *out)
 	fprintf(out,
 		"Usage: sbx-run [--state-dir DIR] [--snapshot-store DIR | --no-snapshot] [--grace-ms N] [REQUEST|-]\n"
 		"       sbx-run cancel EXECUTION-DIR\n"
+		"       sbx-run sweep [--older-than SECONDS] [--max N] STATE-DIR\n"
 		"\n"
 		"Runs one execution request (JSON, see sbx-formats(5)) and prints events as JSON lines:\n"
 		"queued, started, finished (with the result, also in <state>/<id>/result.json).\n"

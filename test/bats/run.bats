@@ -625,3 +625,24 @@ capped_run() {
     assert_failure 4
     [[ "$stderr" == *SECBIT_NOROOT* ]] && [ ! -e "$STATE/essnoroot" ]
 }
+
+@test "sweep: execution directories older than --older-than go, a live supervisor's, the young and the state dir's own stay; at most --max" {
+    mkdir -p "$STATE/locks" "$STATE/snapshots" "$STATE/.standby-1" "$STATE/old1" "$STATE/old2" "$STATE/old3" "$STATE/young"
+    touch -d '2 hours ago' "$STATE/locks" "$STATE/snapshots" "$STATE/.standby-1" "$STATE/old1" "$STATE/old2" "$STATE/old3"
+    # old3 is held by a live supervisor: this shell, with its start time.
+    local start
+    start=$(sed -E "s/.*\) //" /proc/$$/stat | cut -d" " -f20)
+    jq -cn --argjson pid $$ --arg st "$start" '{pid: $pid, startTime: $st}' > "$STATE/old3/supervisor.json"
+    touch -d '2 hours ago' "$STATE/old3"
+    run sbx-run sweep --older-than 3600 --max 1 "$STATE"
+    assert_success
+    [ "$(jq .removed <<<"$output")" = 1 ]
+    run sbx-run sweep --older-than 3600 "$STATE"
+    assert_success
+    [ "$(jq .removed <<<"$output")" = 1 ]
+    [ ! -e "$STATE/old1" ] && [ ! -e "$STATE/old2" ]
+    [ -d "$STATE/old3" ] && [ -d "$STATE/young" ] && [ -d "$STATE/locks" ] && [ -d "$STATE/snapshots" ] && [ -d "$STATE/.standby-1" ]
+    run sbx-run sweep "$STATE/nowhere"
+    assert_success
+    [ "$(jq .removed <<<"$output")" = 0 ]
+}

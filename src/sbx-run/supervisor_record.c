@@ -1,8 +1,8 @@
 /* supervisor_record.c — reading an execution directory's supervisor.json
  * and telling a live supervisor from a dead one or a reused pid. */
 #include "supervisor_record.h"
-#include "beneath.h"
-#include "io.h"
+#include "../lib/beneath.h"
+#include "../lib/io.h"
 
 #include <fcntl.h>
 #include <jansson.h>

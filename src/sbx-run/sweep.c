@@ -1,0 +1,88 @@
+/* sweep.c — `sbx-run sweep STATE-DIR`: execution directories older than
+ * --older-than seconds go, unless their sbx-run still lives; at most --max
+ * of them per call, so one call stays short whatever piled up. */
+#include "run.h"
+#include "../lib/cli.h"
+#include "../lib/clock.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
+#include "../lib/json.h"
+#include "../lib/tree_remove.h"
+#include "supervisor_record.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* An executionId (no leading dot: standby staging is not a run), and not
+ * the state dir's own locks/ and snapshots/. */
+static bool run_dir_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 160 || name[0] == '.' || !strcmp(name, "locks") || !strcmp(name, "snapshots"))
+		return false;
+	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:.-") == n;
+}
+
+int run_sweep_command(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "older-than", required_argument, NULL, 'o' }, { "max", required_argument, NULL, 'm' }, { 0 },
+	};
+	long long older_than = 0, max = 64;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': older_than = sbx_cli_parse_long("--older-than", optarg, 0, 86400LL * 365 * 10); break;
+		case 'm': max = sbx_cli_parse_long("--max", optarg, 1, 1000000); break;
+		default: sbx_cli_bad_option("sbx-run", argv[optind - 1]);
+		}
+	}
+	if (argc - optind != 1)
+		sbx_cli_usage_error("sbx-run", "sweep takes one STATE-DIR");
+	const char *state = argv[optind];
+	int dir = open(state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dir >= 0 ? fdopendir(dir) : NULL;
+	if (!d) {
+		struct sbx_error e;
+		if (dir >= 0)
+			close(dir);
+		if (errno == ENOENT) { /* nothing ran here yet */
+			json_t *out = json_pack("{s:i,s:i}", "removed", 0, "kept", 0);
+			int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
+			json_decref(out);
+			return rc;
+		}
+		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "%s: %s", state, strerror(errno));
+		sbx_die(&e);
+	}
+	long long now = sbx_wall_ms() / 1000;
+	long long removed = 0, kept = 0, failed = 0;
+	for (struct dirent *de; removed < max && (de = readdir(d));) {
+		struct stat st;
+		if (!run_dir_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		/* A run still going holds supervisor.json naming a live sbx-run. */
+		pid_t owner;
+		if (now - st.st_mtim.tv_sec < older_than || sbx_supervisor_alive(dirfd(d), de->d_name, &owner)) {
+			kept++;
+			continue;
+		}
+		if (sbx_remove_tree_at(dirfd(d), de->d_name) == 0)
+			removed++;
+		else
+			failed++;
+	}
+	closedir(d);
+	json_t *out = json_pack("{s:I,s:I,s:I}", "removed", removed, "kept", kept, "failed", failed);
+	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
+	json_decref(out);
+	return rc;
+}
