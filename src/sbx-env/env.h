@@ -93,7 +93,11 @@ int env_store_wheel(struct envctx *c, const char *workspace, const char *rel, js
 		    size_t size, struct sbx_error *e);
 
 /* manage.c */
-int env_fail(struct sbx_error *e, int code, const char *fmt, const char *a);
+static inline int env_fail(struct sbx_error *e, int code, const char *fmt, const char *a)
+{
+	sbx_error_set(e, code, "environment", fmt, a);
+	return -1;
+}
 /* One environment's lease, exclusive (a mutation); the fd, or -1 and e. */
 int env_lock_one(struct envctx *c, const char *id, struct sbx_error *e);
 

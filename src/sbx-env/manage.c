@@ -20,12 +20,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-int env_fail(struct sbx_error *e, int code, const char *fmt, const char *a)
-{
-	sbx_error_set(e, code, "environment", fmt, a);
-	return -1;
-}
-
 static void remove_tree(const char *path)
 {
 	(void)sbx_remove_tree(path);

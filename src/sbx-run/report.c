@@ -56,6 +56,18 @@ static json_t *stream_text(const char *path)
 	return v;
 }
 
+/* The worker's part of the result. */
+static json_t *worker_report(struct run *r)
+{
+	struct worker *w = &r->worker;
+	if (!w->media)
+		return json_null();
+	return json_pack("{s:I,s:O,s:O,s:O,s:b,s:b,s:I}", "messages", (json_int_t)w->messages,
+			 "result", w->result ? w->result : json_null(), "error", w->error ? w->error : json_null(),
+			 "media", w->media, "trackingDropped", w->tracking_dropped, "logDropped", w->log_dropped,
+			 "storedBytes", (json_int_t)w->stored_bytes);
+}
+
 json_t *run_result(struct run *r)
 {
 	json_t *created = json_array(), *modified = json_array(), *deleted = json_array();

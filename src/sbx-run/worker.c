@@ -385,17 +385,6 @@ json_t *worker_outputs(struct run *r)
 	return json_pack("{s:o,s:I,s:b}", "files", files, "bytes", (json_int_t)total, "complete", complete);
 }
 
-json_t *worker_report(struct run *r)
-{
-	struct worker *w = &r->worker;
-	if (!w->media)
-		return json_null();
-	return json_pack("{s:I,s:O,s:O,s:O,s:b,s:b,s:I}", "messages", (json_int_t)w->messages,
-			 "result", w->result ? w->result : json_null(), "error", w->error ? w->error : json_null(),
-			 "media", w->media, "trackingDropped", w->tracking_dropped, "logDropped", w->log_dropped,
-			 "storedBytes", (json_int_t)w->stored_bytes);
-}
-
 void worker_close(struct worker *w)
 {
 	int *fds[] = { &w->fd, &w->sandbox_end, &w->scratch_fd };

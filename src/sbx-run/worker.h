@@ -47,8 +47,6 @@ void worker_expect_terminal(struct run *r);
 void worker_tick(struct run *r, bool flush);
 /* The outputs manifest: files under /scratch/outputs, hashed into the store. */
 json_t *worker_outputs(struct run *r);
-/* The worker's part of the result. */
-json_t *worker_report(struct run *r);
 void worker_close(struct worker *w);
 
 #endif
