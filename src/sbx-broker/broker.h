@@ -37,7 +37,7 @@ const json_t *broker_workload(const struct broker *b, const char *id);
 json_t *broker_descriptor(const json_t *workload);
 json_t *broker_capability(const struct broker *b);
 
-/* store.c */
+/* job_records.c */
 int broker_store_open(struct broker *b, struct sbx_error *e);
 void broker_store_close(struct broker *b);
 sqlite3_stmt *broker_sql(const struct broker *b, const char *sql);

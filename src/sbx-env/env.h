@@ -28,7 +28,7 @@ struct envctx {
 	int lock_fd;                  /* the catalog lock, held while mutating */
 };
 
-/* store.c */
+/* catalog.c */
 int env_open(struct envctx *c, struct sbx_error *e);
 int env_catalog_load(struct envctx *c, struct sbx_error *e);
 int env_catalog_save(struct envctx *c, struct sbx_error *e);

@@ -5,7 +5,7 @@
 #ifndef SBX_NPU_FRAGMENT_H
 #define SBX_NPU_FRAGMENT_H
 
-#include "config.h"
+#include "host_paths.h"
 
 #include <jansson.h>
 #include <stddef.h>

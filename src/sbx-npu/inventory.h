@@ -6,7 +6,7 @@
 #define SBX_NPU_INVENTORY_H
 
 #include "../lib/error.h"
-#include "config.h"
+#include "host_paths.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -7,7 +7,7 @@
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
-#include "config.h"
+#include "host_paths.h"
 #include "inventory.h"
 #include "select.h"
 

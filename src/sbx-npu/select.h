@@ -6,7 +6,7 @@
 
 #include "../lib/error.h"
 #include "../lib/npu_chips.h"
-#include "config.h"
+#include "host_paths.h"
 
 #include <jansson.h>
 #include <stddef.h>

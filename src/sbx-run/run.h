@@ -153,7 +153,7 @@ int run_job_manifest(struct run *r, json_t *result, int status);
  * (a job killed outright leaves it saying so); -1: the job ends as infra. */
 int run_job_manifest_start(struct run *r, struct sbx_error *e);
 
-/* store.c: the store's defaults and options (--max-manifest-bytes 'M',
+/* snapshot_upkeep.c: the store's defaults and options (--max-manifest-bytes 'M',
  * --keep-versions 'N', --gc-interval-s 'G', --no-gc 'Z');
  * the workspace committed to its ref (the receipt, or NULL); after the
  * run, its pins dropped, then a due collection of the store started

@@ -1,4 +1,4 @@
-/* config.h — where the host's accelerator tools, libraries and device
+/* host_paths.h — where the host's accelerator tools, libraries and device
  * nodes are: defaults of a real Ascend or NVIDIA host, each overridable by
  * an environment variable (and by sbx-npu's flags). */
 #ifndef SBX_NPU_CONFIG_H

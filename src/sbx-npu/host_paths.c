@@ -1,6 +1,6 @@
-/* config.c — accelerator host paths: real-host defaults, environment
+/* host_paths.c — accelerator host paths: real-host defaults, environment
  * overrides. */
-#include "config.h"
+#include "host_paths.h"
 #include "../lib/fnv.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* store.c — the layout under <data>/scientific-envs, the catalog (pretty
+/* catalog.c — the layout under <data>/scientific-envs, the catalog (pretty
  * JSON, saved atomically, 0600) and its lock, ids and prefix paths. */
 #include "env.h"
 #include "../lib/uuid.h"

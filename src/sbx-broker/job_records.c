@@ -1,4 +1,4 @@
-/* store.c — jobs in SQLite (WAL, synchronous=FULL, bound parameters
+/* job_records.c — jobs in SQLite (WAL, synchronous=FULL, bound parameters
  * only): one row per job, updated per transition, never per output chunk;
  * the output itself is appended to files under logs/. */
 #include "broker.h"

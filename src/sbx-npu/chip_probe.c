@@ -1,4 +1,4 @@
-/* probe.c — can a sandbox open this chip? One throwaway launch per
+/* chip_probe.c — can a sandbox open this chip? One throwaway launch per
  * chip, through sbx-launch itself with that chip's fragment, so the probe
  * has exactly a real launch's shape: same seccomp profile, identity files,
  * binds and environment (upstream's probe had none of the first two). */

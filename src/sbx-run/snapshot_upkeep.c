@@ -1,4 +1,4 @@
-/* store.c — the run's part in the snapshot store: its options, the commit
+/* snapshot_upkeep.c — the run's part in the snapshot store: its options, the commit
  * of the workspace, and the upkeep after the run: the run's pins go, then a
  * collection that is due starts detached (its own session, lowest CPU and
  * idle I/O priority, an empty environment) holding <store>/gc.lock: never
