@@ -35,49 +35,40 @@ static int walk_dir(struct sbx_walk *w, const struct sbx_walk_entry *dir);
 /* One name below x->parent. A DT_DIR is opened straight away and stat'ed
  * by its fd; anything else (or a DT_DIR swapped for a file or a symlink
  * since the listing) is stat'ed first and opened only when a directory. */
-static int visit(struct sbx_walk *w, struct sbx_walk_entry *x, unsigned char type)
+static int visit(struct sbx_walk *w, struct sbx_walk_entry *x, struct stat *st, unsigned char type)
 {
-	struct stat st;
-	x->st = &st;
 	x->fd = type == DT_DIR ? openat(x->parent, x->name, DIR_FLAGS) : -1;
 	if (x->fd < 0 && type == DT_DIR && errno != ENOTDIR && errno != ELOOP)
 		return fail(w, x, SBX_WALK_OPEN, errno);
 	if (x->fd < 0) {
-		if (fstatat(x->parent, x->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		if (fstatat(x->parent, x->name, st, AT_SYMLINK_NOFOLLOW) != 0)
 			return fail(w, x, SBX_WALK_STAT, errno);
-		if (st.st_dev != w->dev) /* a file mounted here: not this tree's */
+		if (st->st_dev != w->dev) /* a file mounted here: not this tree's */
 			return SBX_WALK_GO;
-		if (!S_ISDIR(st.st_mode))
+		if (!S_ISDIR(st->st_mode))
 			return w->entry(w, x);
 		if ((x->fd = openat(x->parent, x->name, DIR_FLAGS)) < 0)
 			return fail(w, x, SBX_WALK_OPEN, errno);
 	}
-	int rc = SBX_WALK_GO;
-	if (fstat(x->fd, &st) != 0 || st.st_dev != w->dev) /* a mount point */
-		goto out;
-	if ((rc = w->entry(w, x)) != SBX_WALK_GO)
-		goto out;
-	if (x->depth > w->max_depth) {
-		close(x->fd);
-		x->fd = -1;
-		return w->too_deep ? w->too_deep(w, x) : SBX_WALK_GO;
+	/* A mount point is skipped; a directory too deep is closed unentered. */
+	int rc = SBX_WALK_SKIP;
+	bool deep = x->depth > w->max_depth;
+	if (fstat(x->fd, st) == 0 && st->st_dev == w->dev && (rc = w->entry(w, x)) == SBX_WALK_GO && !deep) {
+		w->levels[x->depth].name = x->name;
+		rc = walk_dir(w, x);
 	}
-	w->path[x->depth] = x->name;
-	if ((rc = walk_dir(w, x)) == SBX_WALK_STOP)
-		goto out;
 	close(x->fd);
 	x->fd = -1;
-	return w->leave ? w->leave(w, x) : SBX_WALK_GO;
-out:
-	close(x->fd);
-	x->fd = -1;
-	return rc == SBX_WALK_STOP ? rc : SBX_WALK_GO;
+	if (rc != SBX_WALK_GO)
+		return rc == SBX_WALK_STOP ? rc : SBX_WALK_GO;
+	sbx_walk_fn then = deep ? w->too_deep : w->leave;
+	return then ? then(w, x) : SBX_WALK_GO;
 }
 
 static int walk_dir(struct sbx_walk *w, const struct sbx_walk_entry *dir)
 {
-	char *buf = w->bufs[dir->depth];
-	if (!buf && !(buf = w->bufs[dir->depth] = malloc(DENTS_BUF(dir->depth))))
+	char *buf = w->levels[dir->depth].buf;
+	if (!buf && !(buf = w->levels[dir->depth].buf = malloc(DENTS_BUF(dir->depth))))
 		return fail(w, dir, SBX_WALK_LIST, ENOMEM);
 	for (;;) {
 		long n = syscall(SYS_getdents64, dir->fd, buf, DENTS_BUF(dir->depth));
@@ -95,8 +86,9 @@ static int walk_dir(struct sbx_walk *w, const struct sbx_walk_entry *dir)
 				w->capped = true;
 				return SBX_WALK_STOP;
 			}
-			struct sbx_walk_entry x = { .parent = dir->fd, .name = name, .depth = dir->depth + 1 };
-			if (visit(w, &x, d->d_type) == SBX_WALK_STOP)
+			struct stat st;
+			struct sbx_walk_entry x = { .parent = dir->fd, .name = name, .depth = dir->depth + 1, .st = &st };
+			if (visit(w, &x, &st, d->d_type) == SBX_WALK_STOP)
 				return SBX_WALK_STOP;
 		}
 	}
@@ -110,22 +102,18 @@ int sbx_walk_run(struct sbx_walk *w, int rootfd)
 	if (fd < 0)
 		return -1;
 	size_t levels = (size_t)(w->max_depth > 0 ? w->max_depth : 0) + 1;
-	w->bufs = calloc(levels, sizeof(*w->bufs));
-	w->path = calloc(levels, sizeof(*w->path));
 	int rc = -1;
-	if (w->bufs && w->path) {
+	if ((w->levels = calloc(levels, sizeof(*w->levels)))) {
 		struct sbx_walk_entry root = { .parent = -1, .name = "", .fd = fd, .st = &st };
 		w->names = 0;
 		w->capped = false;
 		w->dev = st.st_dev;
 		rc = walk_dir(w, &root) == SBX_WALK_STOP;
 	}
-	for (size_t i = 0; w->bufs && i < levels && w->bufs[i]; i++)
-		free(w->bufs[i]);
-	free(w->bufs);
-	free(w->path);
-	w->bufs = NULL;
-	w->path = NULL;
+	for (size_t i = 0; w->levels && i < levels; i++)
+		free(w->levels[i].buf);
+	free(w->levels);
+	w->levels = NULL;
 	close(fd);
 	if (rc < 0)
 		errno = ENOMEM;
@@ -139,7 +127,7 @@ int sbx_walk_path(const struct sbx_walk *w, const struct sbx_walk_entry *x, char
 		return errno = ENAMETOOLONG, -1;
 	buf[0] = '\0';
 	for (int i = 1; i <= x->depth; i++) {
-		const char *name = i < x->depth ? w->path[i] : x->name;
+		const char *name = i < x->depth ? w->levels[i].name : x->name;
 		size_t len = strlen(name), sep = i > 1;
 		if (n + sep + len >= size) {
 			snprintf(buf + n, size - n, "%s%s", sep ? "/" : "", name);

@@ -44,8 +44,10 @@ struct sbx_walk {
 	uint64_t names;      /* names seen, each one that vanished or failed too */
 	bool capped;         /* max_names ended the walk */
 	dev_t dev;           /* the root's filesystem */
-	char **bufs;         /* one getdents buffer per depth */
-	const char **path;   /* the names of the directories down to here */
+	struct sbx_walk_level {
+		char *buf;        /* its getdents buffer, reused */
+		const char *name; /* the name of the directory entered there */
+	} *levels;
 };
 
 /* Walks below rootfd (a directory fd, O_PATH too, left open and where it

@@ -206,8 +206,8 @@ static void paths_are_built_only_as_asked_and_bounded(void **state)
 {
 	(void)state;
 	struct sbx_walk w = { 0 };
-	const char *names[] = { NULL, "ab", "cd" };
-	w.path = names;
+	struct sbx_walk_level levels[] = { { 0 }, { .name = "ab" }, { .name = "cd" } };
+	w.levels = levels;
 	struct sbx_walk_entry x = { .name = "ef", .depth = 3 };
 	char buf[16];
 	assert_int_equal(sbx_walk_path(&w, &x, buf, sizeof(buf)), 8);
