@@ -1,56 +1,50 @@
-/* quota.c — the usage walk: getdents64 and fstatat relative to directory
- * fds, one reusable buffer per depth, no path strings unless an error needs
- * one, no allocation per entry on the hot path; it stops at a limit. */
+/* quota.c — the usage walk, a visitor of tree_walk.c: each inode charged
+ * once (hard links by dev and inode); it stops at a byte or a name limit. */
 #include "quota.h"
-#include "beneath.h"
 #include "exitcodes.h"
 #include "io.h"
 #include "map.h"
+#include "tree_walk.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#define DENTS_BUF (32 * 1024)
-#define MAX_DEPTH 4096
-
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
+#define MAX_DEPTH 4095 /* directories deeper are counted, not entered */
 
 struct walk {
 	struct sbx_usage *u;
-	dev_t dev;
-	uint64_t max_bytes, max_files; /* stop the walk past these; 0: never */
-	struct sbx_map links;      /* (dev, ino) of non-directories with several links */
-	char *bufs[MAX_DEPTH];     /* getdents buffers, one per depth, reused */
-	const char *names[MAX_DEPTH]; /* the directory names down to here */
+	uint64_t max_bytes;    /* stop the walk past this; 0: never */
+	struct sbx_map links;  /* (dev, ino) of non-directories with several links */
 	const char *root;
 };
 
-static void report(struct walk *w, int depth, const char *name, int err)
+static int report(struct sbx_walk *tw, const struct sbx_walk_entry *x, int err)
 {
+	struct walk *w = tw->ctx;
 	w->u->errors_total++;
 	if (json_array_size(w->u->errors) >= SBX_QUOTA_MAX_ERRORS)
-		return;
+		return SBX_WALK_GO;
 	/* Only now is a path string built. */
-	char path[8192];
-	size_t n = (size_t)snprintf(path, sizeof(path), "%s", w->root);
-	for (int i = 1; i <= depth && n < sizeof(path); i++)
-		n += (size_t)snprintf(path + n, sizeof(path) - n, "/%s", w->names[i]);
-	if (name && n < sizeof(path))
-		snprintf(path + n, sizeof(path) - n, "/%s", name);
+	char rel[8192], path[8300];
+	sbx_walk_path(tw, x, rel, sizeof(rel));
+	snprintf(path, sizeof(path), "%s%s%s", w->root, rel[0] ? "/" : "", rel);
 	json_array_append_new(w->u->errors, json_pack("{s:s,s:s}", "path", path, "error", strerror(err)));
+	return SBX_WALK_GO;
+}
+
+static int on_error(struct sbx_walk *tw, const struct sbx_walk_entry *x, enum sbx_walk_op op, int err)
+{
+	/* An entry that vanished meanwhile is no error. */
+	return op == SBX_WALK_STAT && err == ENOENT ? SBX_WALK_GO : report(tw, x, err);
+}
+
+static int too_deep(struct sbx_walk *tw, const struct sbx_walk_entry *x)
+{
+	return report(tw, x, ELOOP);
 }
 
 /* What one inode costs: its allocation, or its apparent size where that is
@@ -67,16 +61,22 @@ static void charge(struct walk *w, const struct stat *st)
 		w->u->stopped = true;
 }
 
-/* A non-directory: counted once however many names it has. */
-static void count_inode(struct walk *w, const struct stat *st)
+/* A directory, or a non-directory counted once however many names it has. */
+static int count(struct sbx_walk *tw, const struct sbx_walk_entry *x)
 {
-	if (st->st_nlink > 1) {
+	struct walk *w = tw->ctx;
+	const struct stat *st = x->st;
+	if (x->fd >= 0) {
+		w->u->dirs++;
+		if ((unsigned)x->depth > w->u->max_depth)
+			w->u->max_depth = (unsigned)x->depth;
+	} else if (st->st_nlink > 1) {
 		uint64_t key[2] = { (uint64_t)st->st_dev, (uint64_t)st->st_ino };
 		bool seen = false;
 		sbx_map_put(&w->links, key, sizeof(key), NULL, &seen);
 		if (seen) {
 			w->u->hardlinks_deduped++;
-			return;
+			return SBX_WALK_GO;
 		}
 	}
 	if (S_ISREG(st->st_mode)) {
@@ -84,123 +84,33 @@ static void count_inode(struct walk *w, const struct stat *st)
 		w->u->bytes += (uint64_t)st->st_size;
 	} else if (S_ISLNK(st->st_mode)) {
 		w->u->symlinks++;
-	} else {
+	} else if (x->fd < 0) {
 		w->u->other++;
 	}
 	charge(w, st);
-}
-
-static void walk_dir(struct walk *w, int dirfd, int depth);
-
-static void visit_dir(struct walk *w, int dirfd, const char *name, int depth)
-{
-	struct stat st;
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0) {
-		report(w, depth, name, errno);
-		return;
-	}
-	if (fstat(fd, &st) != 0 || st.st_dev != w->dev) { /* a mount point: not ours */
-		close(fd);
-		return;
-	}
-	w->u->dirs++;
-	charge(w, &st);
-	if ((unsigned)depth + 1 > w->u->max_depth)
-		w->u->max_depth = (unsigned)depth + 1;
-	if (depth + 1 >= MAX_DEPTH) {
-		report(w, depth, name, ELOOP);
-	} else {
-		w->names[depth + 1] = name;
-		walk_dir(w, fd, depth + 1);
-	}
-	close(fd);
-}
-
-static void visit_other(struct walk *w, int dirfd, const char *name, int depth)
-{
-	struct stat st;
-
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		if (errno != ENOENT) /* vanished meanwhile: not an error */
-			report(w, depth, name, errno);
-		return;
-	}
-	if (st.st_dev != w->dev)
-		return;
-	if (S_ISDIR(st.st_mode))
-		visit_dir(w, dirfd, name, depth);
-	else
-		count_inode(w, &st);
-}
-
-static void walk_dir(struct walk *w, int dirfd, int depth)
-{
-	if (!w->bufs[depth] && !(w->bufs[depth] = malloc(DENTS_BUF))) {
-		report(w, depth, NULL, ENOMEM);
-		return;
-	}
-	char *buf = w->bufs[depth];
-	for (;;) {
-		long n = syscall(SYS_getdents64, dirfd, buf, DENTS_BUF);
-		if (n < 0) {
-			report(w, depth, NULL, errno);
-			return;
-		}
-		if (n == 0)
-			return;
-		for (long off = 0; off < n && !w->u->stopped;) {
-			struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
-			off += d->d_reclen;
-			const char *name = d->d_name;
-			if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
-				continue;
-			/* Every name counts, even one that vanishes or cannot be
-			 * stat'ed: the cap bounds the walk itself. */
-			if (++w->u->entries > w->max_files && w->max_files) {
-				w->u->stopped = true;
-				return;
-			}
-			if (d->d_type == DT_DIR)
-				visit_dir(w, dirfd, name, depth);
-			else /* symlinks too: their blocks count */
-				visit_other(w, dirfd, name, depth);
-		}
-		if (w->u->stopped)
-			return;
-	}
+	return w->u->stopped ? SBX_WALK_STOP : SBX_WALK_GO;
 }
 
 /* The walk below rootfd; display names the root in error paths. */
 static int usage_at(int rootfd, const char *display, uint64_t max_bytes, uint64_t max_files, struct sbx_usage *u,
 		    struct sbx_error *e)
 {
-	struct walk *w = calloc(1, sizeof(*w));
-	struct stat st;
+	struct walk w = { .u = u, .max_bytes = max_bytes, .root = display };
+	struct sbx_walk tw = { .max_depth = MAX_DEPTH, .max_names = max_files, .ctx = &w,
+			       .entry = count, .too_deep = too_deep, .error = on_error };
 
 	memset(u, 0, sizeof(*u));
 	u->errors = json_array();
-	/* A description of its own: getdents64 does not move rootfd's offset. */
-	int fd = w ? sbx_reopen_dir(rootfd, &st) : -1;
-	if (fd < 0) {
-		sbx_error_set(e, w ? SBX_EXIT_USAGE : SBX_EXIT_INTERNAL, "bad-path", "%.300s: %s", display,
-			      strerror(w ? errno : ENOMEM));
-		free(w);
+	sbx_map_init(&w.links);
+	int rc = sbx_walk_run(&tw, rootfd);
+	sbx_map_free(&w.links, NULL);
+	if (rc < 0) {
+		sbx_error_set(e, errno == ENOMEM ? SBX_EXIT_INTERNAL : SBX_EXIT_USAGE, "bad-path", "%.300s: %s", display,
+			      strerror(errno));
 		return -1;
 	}
-	w->u = u;
-	w->max_bytes = max_bytes;
-	w->max_files = max_files;
-	w->dev = st.st_dev;
-	w->root = display;
-	sbx_map_init(&w->links);
-	walk_dir(w, fd, 0);
-	close(fd);
-	for (int i = 0; i < MAX_DEPTH && w->bufs[i]; i++)
-		free(w->bufs[i]);
-	sbx_map_free(&w->links, NULL);
-	free(w);
+	u->entries = tw.names;
+	u->stopped |= tw.capped;
 	return 0;
 }
 

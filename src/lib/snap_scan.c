@@ -1,29 +1,26 @@
-/* snap_scan.c — the sorted workspace walk and the fingerprint diff. */
+/* snap_scan.c — the sorted workspace scan, a visitor of tree_walk.c, and
+ * the fingerprint diff. */
 #include "snap_scan.h"
-#include "beneath.h"
 #include "exitcodes.h"
 #include "io.h"
 #include "json.h"
+#include "tree_walk.h"
 #include "workspace_owner.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 struct scan {
 	struct sbx_snap_scan *s;
-	dev_t dev;
-	char path[PATH_MAX];
 	struct sbx_error *e;
+	char path[PATH_MAX];
 };
 
-static struct sbx_snap_entry *add(struct scan *w, size_t plen, const struct stat *st, char type)
+static struct sbx_snap_entry *add(struct scan *w, const struct stat *st, char type)
 {
 	if (w->s->len == w->s->cap) {
 		size_t cap = w->s->cap ? w->s->cap * 2 : 256;
@@ -35,7 +32,7 @@ static struct sbx_snap_entry *add(struct scan *w, size_t plen, const struct stat
 	}
 	struct sbx_snap_entry *x = &w->s->v[w->s->len];
 	memset(x, 0, sizeof(*x));
-	if (!(x->path = strndup(w->path, plen)))
+	if (!(x->path = strdup(w->path)))
 		return NULL;
 	x->type = type;
 	x->exec = (st->st_mode & S_IXUSR) != 0;
@@ -48,80 +45,45 @@ static struct sbx_snap_entry *add(struct scan *w, size_t plen, const struct stat
 	return x;
 }
 
-static int fail(struct scan *w, int err)
+/* Any failure ends the scan, naming the path relative to the root. */
+static int fail(struct sbx_walk *tw, const struct sbx_walk_entry *x, enum sbx_walk_op op, int err)
 {
+	struct scan *w = tw->ctx;
+	if (op == SBX_WALK_STAT && err == ENOENT)
+		return SBX_WALK_GO; /* vanished meanwhile */
+	sbx_walk_path(tw, x, w->path, sizeof(w->path));
 	sbx_error_set(w->e, err == ENOMEM ? SBX_EXIT_INTERNAL : SBX_EXIT_USAGE, "scan-failed",
 		      "%.300s: %s", w->path[0] ? w->path : ".", strerror(err));
-	return -1;
+	return SBX_WALK_STOP;
 }
 
-/* plen: length of the directory's relative path in w->path (0 at the root).
- * dirfd is the walk's to close: it becomes the listing's own, so a level
- * costs one fd (512 levels fit the usual 1024). */
-static int walk(struct scan *w, int dirfd, size_t plen, int depth)
+static int too_deep(struct sbx_walk *tw, const struct sbx_walk_entry *x)
 {
-	if (depth > SBX_WORKSPACE_MAX_DEPTH) {
-		close(dirfd);
-		sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
-			      "workspace: directories nested deeper than %d levels (below %.120s...)", SBX_WORKSPACE_MAX_DEPTH,
-			      w->path);
-		return -1;
-	}
-	DIR *d = fdopendir(dirfd);
-	if (!d) {
-		int err = errno;
-		close(dirfd);
-		return fail(w, err);
-	}
-	int rc = 0;
-	for (struct dirent *de; rc == 0 && (de = readdir(d));) {
-		const char *name = de->d_name;
-		struct stat st;
-		if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
-			continue;
-		size_t nlen = strlen(name), len = plen ? plen + 1 + nlen : nlen;
-		if (len >= sizeof(w->path))
-			return closedir(d), fail(w, ENAMETOOLONG);
-		if (plen)
-			w->path[plen] = '/';
-		memcpy(w->path + (plen ? plen + 1 : 0), name, nlen + 1);
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			if (errno == ENOENT)
-				continue;
-			rc = fail(w, errno);
-			break;
-		}
-		if (st.st_dev != w->dev)
-			continue; /* a mount point: not part of the workspace */
-		struct sbx_snap_entry *x = NULL;
-		if (S_ISREG(st.st_mode)) {
-			x = add(w, len, &st, SBX_ENTRY_FILE);
-		} else if (S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX];
-			ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
-			if (n < 0)
-				continue;
-			target[n] = '\0';
-			if ((x = add(w, len, &st, SBX_ENTRY_SYMLINK)) && !(x->target = strdup(target)))
-				x = NULL;
-		} else if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0) {
-				rc = fail(w, errno);
-				break;
-			}
-			if ((x = add(w, len, &st, SBX_ENTRY_DIR)))
-				rc = walk(w, sub, len, depth + 1);
-			else
-				close(sub);
-		} else {
-			continue;
-		}
-		if (!x && rc == 0)
-			rc = fail(w, ENOMEM);
-	}
-	closedir(d);
-	return rc;
+	struct scan *w = tw->ctx;
+	sbx_walk_path(tw, x, w->path, sizeof(w->path));
+	sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
+		      "workspace: directories nested deeper than %d levels (below %.120s...)", SBX_WORKSPACE_MAX_DEPTH,
+		      w->path);
+	return SBX_WALK_STOP;
+}
+
+/* Files, directories and symlinks (with their targets); nothing else. */
+static int entry(struct sbx_walk *tw, const struct sbx_walk_entry *x)
+{
+	struct scan *w = tw->ctx;
+	char type = S_ISREG(x->st->st_mode) ? SBX_ENTRY_FILE : S_ISDIR(x->st->st_mode) ? SBX_ENTRY_DIR
+		  : S_ISLNK(x->st->st_mode) ? SBX_ENTRY_SYMLINK : 0;
+	char target[PATH_MAX];
+	ssize_t n = type == SBX_ENTRY_SYMLINK ? readlinkat(x->parent, x->name, target, sizeof(target) - 1) : 0;
+	if (!type || n < 0)
+		return SBX_WALK_GO;
+	target[n] = '\0';
+	if (sbx_walk_path(tw, x, w->path, sizeof(w->path)) < 0)
+		return fail(tw, x, SBX_WALK_OPEN, ENAMETOOLONG);
+	struct sbx_snap_entry *y = add(w, x->st, type);
+	if (!y || (type == SBX_ENTRY_SYMLINK && !(y->target = strdup(target))))
+		return fail(tw, x, SBX_WALK_OPEN, ENOMEM);
+	return SBX_WALK_GO;
 }
 
 static int by_path(const void *a, const void *b)
@@ -131,22 +93,15 @@ static int by_path(const void *a, const void *b)
 
 int sbx_snap_scan_at(int rootfd, struct sbx_snap_scan *s, struct sbx_error *e)
 {
-	struct scan *w = calloc(1, sizeof(*w));
-	struct stat st;
+	struct scan w = { .s = s, .e = e };
+	struct sbx_walk tw = { .max_depth = SBX_WORKSPACE_MAX_DEPTH, .ctx = &w, .entry = entry, .too_deep = too_deep,
+			       .error = fail };
 
 	memset(s, 0, sizeof(*s));
-	/* A description of its own: the walk's reads do not move rootfd's offset. */
-	int fd = w ? sbx_reopen_dir(rootfd, &st) : -1;
-	if (fd < 0) {
-		sbx_error_set(e, w ? SBX_EXIT_USAGE : SBX_EXIT_INTERNAL, "scan-failed", ".: %s", strerror(w ? errno : ENOMEM));
-		free(w);
-		return -1;
-	}
-	w->s = s;
-	w->dev = st.st_dev;
-	w->e = e;
-	int rc = walk(w, fd, 0, 0);
-	free(w);
+	int rc = sbx_walk_run(&tw, rootfd);
+	if (rc < 0)
+		sbx_error_set(e, errno == ENOMEM ? SBX_EXIT_INTERNAL : SBX_EXIT_USAGE, "scan-failed", ".: %s",
+			      strerror(errno));
 	if (rc != 0) {
 		sbx_snap_scan_free(s);
 		return -1;

@@ -1,10 +1,10 @@
-/* workspace_owner.c — fd-relative walks of a workspace: chown what is not
- * the workload's before a run, clear set-uid/set-gid bits after it. */
+/* workspace_owner.c — visitors of tree_walk.c over a workspace: chown what
+ * is not the workload's before a run, clear set-uid/set-gid bits after it. */
 #include "workspace_owner.h"
 #include "exitcodes.h"
 #include "tree_remove.h"
+#include "tree_walk.h"
 
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -16,8 +16,8 @@
 struct walk {
 	uid_t uid;
 	gid_t gid;
-	dev_t dev;
 	long changed, removed;
+	int rc;           /* -1 once anything failed */
 	bool best_effort; /* keep going past a failure: every reachable file is visited */
 	const char *name;
 	struct sbx_error *e;
@@ -81,108 +81,72 @@ static int clear_setid(struct walk *w, int dirfd, const char *name, const struct
 	return rc;
 }
 
+/* A failure, e says what: the walk ends there unless it is best effort. */
+static int failed(struct walk *w)
+{
+	w->rc = -1;
+	return w->best_effort ? SBX_WALK_GO : SBX_WALK_STOP;
+}
+
+static int cannot_list(struct walk *w, int err)
+{
+	sbx_error_set(w->e, SBX_EXIT_INTERNAL, "walk-failed", "workspace: cannot list: %s", strerror(err));
+	return failed(w);
+}
+
+static int visit(struct sbx_walk *tw, const struct sbx_walk_entry *x)
+{
+	struct walk *w = tw->ctx;
+	return w->visit(w, x->parent, x->name, x->st) == 0 ? SBX_WALK_GO : failed(w);
+}
+
 /* A directory deeper than the bound, after a run (the sandbox is gone):
  * removed, however deep, through fds (tree_remove.c), never followed. */
-static int remove_too_deep(struct walk *w, int dirfd, const char *name)
+static int too_deep(struct sbx_walk *tw, const struct sbx_walk_entry *x)
 {
-	if (sbx_remove_tree_at(dirfd, name) != 0 && errno != ENOENT)
-		return -1;
-	w->removed++;
-	return 0;
+	struct walk *w = tw->ctx;
+	if (w->best_effort && (sbx_remove_tree_at(x->parent, x->name) == 0 || errno == ENOENT)) {
+		w->removed++;
+		return SBX_WALK_GO;
+	}
+	sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
+		      "workspace: directories nested deeper than %d levels (below %.200s)", SBX_WORKSPACE_MAX_DEPTH,
+		      x->name);
+	return failed(w);
 }
 
-static int walk_dir(struct walk *w, int dirfd, int depth)
+/* An entry that vanished or was swapped for a file or a symlink is passed
+ * over; a directory that cannot be opened is a failure. */
+static int on_error(struct sbx_walk *tw, const struct sbx_walk_entry *x, enum sbx_walk_op op, int err)
 {
-	int listfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *dir = listfd >= 0 ? fdopendir(listfd) : NULL;
-	if (!dir) {
-		if (listfd >= 0)
-			close(listfd);
-		sbx_error_set(w->e, SBX_EXIT_INTERNAL, "walk-failed", "workspace: cannot list: %s", strerror(errno));
-		return -1;
-	}
-	/* Subdirectories are entered once the listing is closed: one fd per
-	 * level, however wide the tree. */
-	char **subdirs = NULL;
-	size_t n_sub = 0, cap = 0;
-	int rc = 0;
-	for (struct dirent *de; (rc == 0 || w->best_effort) && (de = readdir(dir));) {
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue; /* vanished meanwhile */
-		if (st.st_dev != w->dev)
-			continue; /* another filesystem mounted inside: not ours to change */
-		if (w->visit(w, dirfd, de->d_name, &st) != 0)
-			rc = -1;
-		if (!S_ISDIR(st.st_mode))
-			continue;
-		if (n_sub == cap) {
-			size_t grown = cap ? cap * 2 : 16;
-			char **more = realloc(subdirs, grown * sizeof(*subdirs));
-			if (!more) {
-				sbx_error_set(w->e, SBX_EXIT_INTERNAL, "out-of-memory", "workspace: walking");
-				rc = -1;
-				break;
-			}
-			subdirs = more;
-			cap = grown;
-		}
-		if (!(subdirs[n_sub] = strdup(de->d_name))) {
-			rc = -1;
-			break;
-		}
-		n_sub++;
-	}
-	closedir(dir);
-	for (size_t i = 0; i < n_sub; i++) {
-		if (rc == 0 || w->best_effort) {
-			if (depth >= SBX_WORKSPACE_MAX_DEPTH) {
-				if (!w->best_effort || remove_too_deep(w, dirfd, subdirs[i]) != 0) {
-					sbx_error_set(w->e, SBX_EXIT_USAGE, "workspace-too-deep",
-						      "workspace: directories nested deeper than %d levels (below %.200s)",
-						      SBX_WORKSPACE_MAX_DEPTH, subdirs[i]);
-					rc = -1;
-				}
-			} else {
-				int sub = openat(dirfd, subdirs[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sub >= 0) {
-					if (walk_dir(w, sub, depth + 1) != 0)
-						rc = -1;
-					close(sub);
-				} else if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR) {
-					rc = -1;
-				}
-			}
-		}
-		free(subdirs[i]);
-	}
-	free(subdirs);
-	return rc;
+	(void)x;
+	if (op == SBX_WALK_STAT || (op == SBX_WALK_OPEN && (err == ENOENT || err == ELOOP || err == ENOTDIR)))
+		return SBX_WALK_GO;
+	return cannot_list(tw->ctx, err);
 }
 
+/* The root's filesystem only; directories down to depth
+ * SBX_WORKSPACE_MAX_DEPTH - 1 are entered. */
 static long walk_root(struct walk *w, int rootfd)
 {
 	struct stat st;
+	struct sbx_walk tw = { .max_depth = SBX_WORKSPACE_MAX_DEPTH - 1, .ctx = w, .entry = visit, .too_deep = too_deep,
+			       .error = on_error };
 	if (fstat(rootfd, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		sbx_error_set(w->e, SBX_EXIT_USAGE, "bad-path", "workspace: %.300s: not a directory", w->name);
 		return -1;
 	}
-	w->dev = st.st_dev;
-	int rc = 0;
 	if (w->visit == own && (st.st_uid != w->uid || st.st_gid != w->gid)) {
 		if (fchownat(rootfd, "", w->uid, w->gid, AT_EMPTY_PATH) != 0) {
 			sbx_error_set(w->e, SBX_EXIT_INTERNAL, "chown-failed", "workspace: cannot chown %.300s: %s",
 				      w->name, strerror(errno));
-			rc = -1;
-		} else {
-			w->changed++;
+			return -1;
 		}
+		w->changed++;
 	}
-	if (rc == 0)
-		rc = walk_dir(w, rootfd, 1);
-	return rc == 0 ? w->changed : -1;
+	if (sbx_walk_run(&tw, rootfd) < 0)
+		cannot_list(w, errno);
+	return w->rc == 0 ? w->changed : -1;
 }
 
 long sbx_workspace_own_at(int rootfd, const char *name, uid_t uid, gid_t gid, struct sbx_error *e)
