@@ -5,7 +5,7 @@
 #include "request.h"
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
-#include "remote_path.h"
+#include "../lib/remote_path.h"
 #include "../lib/stage_call.h"
 #include "../lib/strvec.h"
 
