@@ -103,6 +103,9 @@ ifneq ($(SAN),1)
 bin/sbx-launch: LDFLAGS += -static-pie
 bin/sbx-launch: LDLIBS := -ljansson -lseccomp
 bin/sbx-run: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -lcap-ng -Wl,-Bdynamic -lpthread -ldl
+# sbx-ws starts once per remote-workspace request: the same static
+# jansson and libcrypto (libcrypto's relocations dominate its start).
+bin/sbx-ws: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -Wl,-Bdynamic -lpthread -ldl
 endif
 
 # sbx-report and the egress bridge are bound into sandboxes that may hold
