@@ -25,7 +25,7 @@
 #define CLOCK_SLACK_MS 1000      /* file times come from a coarser clock */
 #define SHA_LEN 64
 
-#define HOLDS_MAX 4096        /* hold files looked at in one pass */
+#define HOLDS_MAX 4096        /* hold files looked at in one pass (more: nothing is swept) */
 #define HOLD_NEW_STALE_MS 60000 /* a half-made hold older than this is a crash's */
 
 int snapshot_hold(const char *data, struct snapshot_hold *h, struct sbx_error *e)
@@ -83,7 +83,11 @@ static long long oldest_hold(const char *data, long long now)
 	}
 	long long oldest = now;
 	struct dirent *de;
-	for (int seen = 0; seen < HOLDS_MAX && (de = readdir(d)); seen++) {
+	for (int seen = 0; (de = readdir(d)); seen++) {
+		if (seen == HOLDS_MAX) { /* more than a pass looks at: spare every object */
+			oldest = 0;
+			break;
+		}
 		bool made = !strncmp(de->d_name, "hold-", 5), half = !strncmp(de->d_name, ".new-", 5);
 		struct stat st;
 		if ((!made && !half) || fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))

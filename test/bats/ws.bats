@@ -225,6 +225,33 @@ state() { (cd "$DATA" && find . -printf '%p %y %s\n' | sort); }
     assert_failure 2
 }
 
+@test "collect spares what was written since a live snapshot's hold began, until its maker lets go" {
+    put k f v1
+    run --separate-stderr ws snapshot k
+    assert_success
+    OBJ="$DATA/remote-snapshots/objects"
+    # An object no manifest names, written an hour ago, and a hold begun
+    # two hours ago that this shell keeps flocked (a snapshot being made).
+    printf orphan > "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)"
+    touch -d '1 hour ago' "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)"
+    hold="$DATA/remote-snapshots/holds/hold-live"
+    : > "$hold"
+    touch -d '2 hours ago' "$hold"
+    exec {lock}<"$hold"
+    flock -x "$lock"
+    run --separate-stderr ws collect --keep 1 --grace-s 0
+    assert_success
+    [ -e "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)" ]
+    [ -e "$hold" ]
+    exec {lock}<&-
+    run --separate-stderr ws collect --keep 1 --grace-s 0
+    assert_success
+    assert_equal "$(jq_out .objects)" 1
+    [ ! -e "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)" ]
+    [ ! -e "$hold" ]
+    assert_equal "$(ls "$OBJ")" "$(printf v1 | sha256sum | cut -d' ' -f1)"
+}
+
 @test "cat --fd-socket hands the open file over SCM_RIGHTS and prints its size" {
     command -v python3 > /dev/null || skip "python3 is not installed"
     put k f 'by fd'
