@@ -103,6 +103,9 @@ ifneq ($(SAN),1)
 bin/sbx-launch: LDFLAGS += -static-pie
 bin/sbx-launch: LDLIBS := -ljansson -lseccomp
 bin/sbx-run: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -lcap-ng -Wl,-Bdynamic -lpthread -ldl
+# sbx-ws starts once per remote-workspace request: the same static
+# jansson and libcrypto (libcrypto's relocations dominate its start).
+bin/sbx-ws: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -Wl,-Bdynamic -lpthread -ldl
 endif
 
 # sbx-report and the egress bridge are bound into sandboxes that may hold
@@ -123,7 +126,7 @@ build/$(1).a: $(filter-out build/$(1)/main.o,$(patsubst src/%.c,build/%.o,$(wild
 	@rm -f $$@
 	$$(AR) rcs $$@ $$^
 endef
-$(foreach p,sbx-run sbx-launch sbx-httpd sbx-egress sbx-npu sbx-snap,$(eval $(call program_archive_rule,$(p))))
+$(foreach p,sbx-run sbx-launch sbx-httpd sbx-egress sbx-npu sbx-snap sbx-ws,$(eval $(call program_archive_rule,$(p))))
 bin/test/test_output bin/test/test_run_document bin/test/test_spawn: TEST_ARCHIVES := build/sbx-run.a
 bin/test/test_output bin/test/test_run_document bin/test/test_spawn: build/sbx-run.a
 bin/test/test_launch_parts: TEST_ARCHIVES := build/sbx-launch.a
@@ -131,8 +134,8 @@ bin/test/test_launch_parts: build/sbx-launch.a
 bin/test/test_json: TEST_ARCHIVES := build/sbx-httpd.a
 bin/test/test_json: build/sbx-httpd.a
 bin/test/test_http_head: TEST_ARCHIVES := build/sbx-egress.a
-bin/test/test_files: TEST_ARCHIVES := build/sbx-httpd.a
-bin/test/test_files: build/sbx-httpd.a
+bin/test/test_files: TEST_ARCHIVES := build/sbx-ws.a
+bin/test/test_files: build/sbx-ws.a
 bin/test/test_http_head: build/sbx-egress.a
 bin/test/test_npu_smi bin/test/test_gpu_nvidia: TEST_ARCHIVES := build/sbx-npu.a
 bin/test/test_npu_smi bin/test/test_gpu_nvidia: build/sbx-npu.a

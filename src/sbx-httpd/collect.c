@@ -1,10 +1,9 @@
 /* collect.c — the collector thread: the managed-execution store's retention
- * (store_retention.c) and the remote snapshot store's collection
- * (snapshots_gc.c), in bounded steps off every request's path; woken when
+ * (store_retention.c) and the remote snapshot store's collection (an
+ * sbx-ws collect child), in bounded steps off every request's path; woken when
  * an execution finishes or a snapshot is made, and by its own timer. */
 #include "collect.h"
 #include "httpd.h"
-#include "snapshots.h"
 #include "store.h"
 #include "../lib/diag.h"
 
@@ -73,10 +72,11 @@ static long long executions_pass(void)
  * only when asked); *rest: none before then, even when asked. */
 static long long snapshots_pass(long long *rest)
 {
-	const struct config *c = &g_server.cfg;
-	struct snapshots_collected done;
+	struct {
+		long long manifests, objects, next_due_ms;
+	} done;
 	long long start = sbx_mono_ms();
-	if (snapshots_collect(c->snapshot_keep, c->snapshot_grace_s, &done) != 0)
+	if (remote_snapshots_collect(&done.manifests, &done.objects, &done.next_due_ms) != 0)
 		done.next_due_ms = sbx_wall_ms() + PERIOD_MAX_MS;
 	long long now = sbx_mono_ms();
 	*rest = now + (now - start) * REST_FACTOR + PERIOD_MIN_MS;

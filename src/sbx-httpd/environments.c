@@ -6,7 +6,7 @@
 #include "../lib/datadir.h"
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
-#include "remote_path.h"
+#include "../lib/remote_path.h"
 #include "../lib/stage_call.h"
 #include "../lib/strvec.h"
 

@@ -59,6 +59,7 @@ struct programs {
 	char env[PATH_MAX];
 	char broker[PATH_MAX];       /* "": not installed */
 	char npu[PATH_MAX];          /* "": not installed */
+	char ws[PATH_MAX];           /* sbx-ws: the remote workspaces */
 };
 
 /* One legacy execution as /status lists it. */
@@ -118,7 +119,7 @@ struct req {
  * and the body is read on and dropped. */
 struct upload {
 	int fd;                      /* the staging file, -1 when refused */
-	char tmp[PATH_MAX];          /* its name; empty once renamed into place */
+	char tmp[PATH_MAX];          /* its name, removed when the request ends */
 	struct sbx_sha256 *sha;
 	unsigned long long bytes, cap; /* cap 0: none */
 	unsigned long long written_back; /* bytes the disk was asked to write */
@@ -132,10 +133,6 @@ bool upload_wanted(const char *method, const char *url);
 struct upload *upload_begin(struct MHD_Connection *conn, const char *url);
 void upload_write(struct upload *u, const char *data, size_t n);
 void upload_free(struct upload *u);
-/* The staged file, given mode and synced, linked (reject: atomic against a
- * concurrent creator, EEXIST) or renamed (overwrite) onto leaf relative to
- * parent; copied there first across filesystems. 0 or -1/errno. */
-int upload_place(struct upload *u, int parent, const char *leaf, bool overwrite, mode_t mode);
 /* The checks both the head and the end apply: workspace key, path, conflict
  * and, verified, the metadata headers. 0, or the status with msg. */
 unsigned upload_check(struct MHD_Connection *conn, bool verified, char *msg, size_t msize);
@@ -198,8 +195,12 @@ void info_execution_identity(struct server *s);
 enum MHD_Result handle_status(struct req *r);
 enum MHD_Result handle_resources(struct req *r);
 enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
-/* remote.c, snapshots.c, skills.c: remote workspaces (runner-api 5.7). */
+/* remote.c: remote workspaces (runner-api 5.7) as sbx-ws children. */
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
+/* One collection of the remote snapshot store (sbx-ws collect) with the
+ * configured keep and grace; 0 with its counts, or -1 (a warning logged). */
+int remote_snapshots_collect(long long *manifests, long long *objects, long long *next_due_ms);
+/* skills.c: skill packages. */
 enum MHD_Result handle_skills(struct req *r, const char *id);
 /* skills_held.c: the store, outside every workspace root, and its checks. */
 struct sbx_sha256;
@@ -210,14 +211,6 @@ int skills_write_manifest(int dirfd, const json_t *skills);
 /* The package at root (<store>/<id>) verified against its id: its fd
  * (O_RDONLY directory), -1 when not held, -2 when it fails the check. */
 int skills_held_open(const char *root);
-/* <data>/remote-workspaces/<key> from a raw key, as a directory fd opened
- * with no symlink on the way (-1 with a 400 sent). */
-int remote_workspace(struct req *r, const char *raw, bool create, enum MHD_Result *sent);
-/* A request's paths (null: all) as clean relative paths in *clean (NULL:
- * all); false with a 400 sent. remote_selected: path is one of them or
- * below one. */
-bool remote_paths(struct req *r, const json_t *paths, json_t **clean, enum MHD_Result *sent);
-bool remote_selected(const char *path, const json_t *clean);
 
 /* npu.c: sbx-broker and sbx-npu behind the NPU endpoints. */
 void npu_start(void);

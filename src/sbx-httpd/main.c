@@ -82,7 +82,7 @@ static void prepare_data_dir(const struct config *c)
 {
 	struct sbx_error e;
 	static const char *const subdirs[] = { "projects", "remote-workspaces", "runner-executions", "runner-uploads",
-					       "remote-snapshots", NULL };
+					       NULL };
 	char path[PATH_MAX + 64];
 	if (sbx_mkdir_p(c->data_dir, 0755, &e) != 0)
 		sbx_die(&e);
@@ -152,6 +152,8 @@ static void find_programs(struct server *s)
 		die("sbx-run-missing", "%s", "sbx-run was found neither next to sbx-httpd nor on PATH");
 	if (sbx_sibling_program("sbx-env", s->prog.env, sizeof(s->prog.env)) != 0)
 		die("sbx-env-missing", "%s", "sbx-env was found neither next to sbx-httpd nor on PATH");
+	if (sbx_sibling_program("sbx-ws", s->prog.ws, sizeof(s->prog.ws)) != 0)
+		die("sbx-ws-missing", "%s", "sbx-ws was found neither next to sbx-httpd nor on PATH");
 	bool egress = sbx_sibling_program("sbx-egress", s->prog.egress, sizeof(s->prog.egress)) == 0;
 	bool bridge = sbx_sibling_program("sbx-egress-bridge", s->prog.bridge, sizeof(s->prog.bridge)) == 0;
 	s->network_available = egress && bridge;

@@ -1,66 +1,76 @@
-/* remote.c — remote workspaces (runner-api 4 rows 32-36, 5.7): each request
- * opens the key's directory once (no symlink on the way) and works only
- * relative to that fd: listings, reads opened beneath it, uploads published
- * after every check (size and hash, quota) by a link or a rename inside a
- * parent opened without symlinks, and deletes that never follow one. */
-#include "snapshots.h"
-#include "../lib/quota.h"
-#include "remote_path.h"
-#include "../lib/snap_scan.h"
-#include "../lib/beneath.h"
-#include "../lib/workspace_uid.h"
+/* remote.c — the remote workspace endpoints (runner-api 4 rows 30-38,
+ * 5.7) as sbx-ws children: sbx-httpd checks the request's shape and the
+ * key and path grammars, the stage does every filesystem operation beneath
+ * the key's fd. A file read comes back as an open fd over a socket
+ * (SCM_RIGHTS) and is sent with sendfile: no byte of it passes through a
+ * pipe or a buffer here. An upload's staged file goes to the stage as an fd. */
+#include "httpd.h"
+#include "collect.h"
+#include "../lib/fd_pass.h"
+#include "../lib/remote_path.h"
+#include "../lib/stage_call.h"
+#include "../lib/strvec.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define PATHS_MAX 50
+#define ANSWER_CAP (256u << 20) /* a listing or a snapshot's JSON */
+#define RAW_PATH_MAX 65536      /* longer can never trim to a valid path */
 
-bool remote_paths(struct req *r, const json_t *paths, json_t **clean, enum MHD_Result *sent)
+struct ws_call {
+	const char *opts[8];         /* options before "--" */
+	const char *key;
+	const char *const *paths;    /* after the key */
+	size_t n_paths;
+	int fd;                      /* becomes the stage's fd 3 (-1: none) */
+};
+
+/* Runs sbx-ws; its JSON, or NULL with e. */
+static json_t *ws_run(const struct ws_call *c, struct sbx_error *e)
 {
-	*clean = NULL;
-	if (!paths || json_is_null(paths))
-		return true;
-	if (!json_is_array(paths) || json_array_size(paths) > PATHS_MAX) {
-		*sent = reply_error(r, 400, "paths must be an array of at most %d workspace paths", PATHS_MAX);
-		return false;
+	struct sbx_strvec argv;
+	char max[32];
+	sbx_strvec_init(&argv);
+	sbx_strvec_push(&argv, g_server.prog.ws);
+	sbx_strvec_push(&argv, "--data-dir");
+	sbx_strvec_push(&argv, g_server.cfg.data_dir);
+	snprintf(max, sizeof(max), "%lld", g_server.cfg.max_workspace_bytes);
+	sbx_strvec_push(&argv, "--max-bytes");
+	sbx_strvec_push(&argv, max);
+	for (int i = 0; c->opts[i]; i++)
+		sbx_strvec_push(&argv, c->opts[i]);
+	sbx_strvec_push(&argv, "--");
+	if (c->key)
+		sbx_strvec_push(&argv, c->key);
+	for (size_t i = 0; i < c->n_paths; i++)
+		sbx_strvec_push(&argv, c->paths[i]);
+	json_t *out = NULL;
+	if (argv.failed) {
+		sbx_error_set(e, 5, "internal", "out of memory");
+	} else {
+		struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
+				       .extra_fds = &c->fd, .n_extra = c->fd >= 0 ? 1 : 0 };
+		out = sbx_stage_call(&s, 0, ANSWER_CAP, e);
 	}
-	*clean = json_array();
-	size_t i;
-	json_t *p;
-	json_array_foreach(paths, i, p) {
-		char rel[SBX_REMOTE_PATH_MAX + 1];
-		if (!sbx_remote_rel_path(json_string_value(p), rel, sizeof(rel))) {
-			json_decref(*clean);
-			*clean = NULL;
-			*sent = reply_error(r, 400, "Invalid remote workspace path");
-			return false;
-		}
-		json_array_append_new(*clean, json_string(rel));
-	}
-	return true;
+	sbx_strvec_free(&argv);
+	return out;
 }
 
-bool remote_selected(const char *path, const json_t *clean)
+/* The stage's refusal as the API has it: 409 for a path that changed while
+ * it was opened and a plain upload's collision, 400 for the rest. */
+static enum MHD_Result reply_stage_error(struct req *r, const struct sbx_error *e, bool verified)
 {
-	size_t i;
-	json_t *p;
-	if (!clean)
-		return true;
-	json_array_foreach(clean, i, p) {
-		const char *rel = json_string_value(p);
-		size_t n = strlen(rel);
-		if (!strcmp(path, rel) || (!strncmp(path, rel, n) && path[n] == '/'))
-			return true;
-	}
-	return false;
+	bool conflict = (!strcmp(e->code, "exists") && !verified) || !strcmp(e->code, "changed");
+	return reply_error(r, conflict ? 409 : 400, "%s", e->message);
 }
 
-/* The trimmed key into key, or false with a 400 sent. */
 static bool clean_key(struct req *r, const char *raw, char key[SBX_REMOTE_KEY_MAX + 1], enum MHD_Result *sent)
 {
 	if (sbx_remote_key(raw, key, SBX_REMOTE_KEY_MAX + 1))
@@ -69,77 +79,57 @@ static bool clean_key(struct req *r, const char *raw, char key[SBX_REMOTE_KEY_MA
 	return false;
 }
 
-static const char *const NO_SYMLINKS = "Remote workspace path must not contain symbolic links";
-
-int remote_workspace(struct req *r, const char *raw, bool create, enum MHD_Result *sent)
+/* A request's paths (null: all) as clean relative paths, or false with a
+ * 400 sent. */
+static bool clean_paths(struct req *r, const json_t *paths, char (*clean)[SBX_REMOTE_PATH_MAX + 1], size_t *n,
+			enum MHD_Result *sent)
 {
-	char key[SBX_REMOTE_KEY_MAX + 1];
-	if (!clean_key(r, raw, key, sent))
-		return -1;
-	int fd = sbx_remote_workspace_open(g_server.cfg.data_dir, key, create);
-	if (fd < 0)
-		*sent = errno == ELOOP ? reply_error(r, 400, "%s", NO_SYMLINKS)
-		      : errno == ENOENT ? reply_error(r, 400, "Remote workspace does not exist")
-					  : reply_error(r, 400, "Remote workspace is unavailable: %s", strerror(errno));
-	return fd;
+	*n = 0;
+	if (!paths || json_is_null(paths))
+		return true;
+	if (!json_is_array(paths) || json_array_size(paths) > PATHS_MAX) {
+		*sent = reply_error(r, 400, "paths must be an array of at most %d workspace paths", PATHS_MAX);
+		return false;
+	}
+	size_t i;
+	json_t *p;
+	json_array_foreach(paths, i, p) {
+		if (!sbx_remote_rel_path(json_string_value(p), clean[i], SBX_REMOTE_PATH_MAX + 1)) {
+			*sent = reply_error(r, 400, "Invalid remote workspace path");
+			return false;
+		}
+	}
+	*n = json_array_size(paths);
+	return true;
 }
 
-static json_t *file_entry(const struct sbx_snap_entry *e)
-{
-	char when[32];
-	sbx_iso_time(e->mtime_ns / 1000000, when);
-	return json_pack("{s:s,s:s,s:I}", "modifiedAt", when, "path", e->path, "size", (json_int_t)e->size);
-}
-
-/* Every file, or those named (a directory stands for the files below it). */
-static enum MHD_Result list(struct req *r, const char *raw_key, const json_t *paths)
+/* ls or snapshot of the key, the paths (null: all) selecting. */
+static enum MHD_Result selection_call(struct req *r, const char *cmd, const char *raw_key, const json_t *paths,
+				      unsigned status)
 {
 	enum MHD_Result sent;
-	struct sbx_snap_scan scan = { 0 };
-	struct sbx_error e;
-	json_t *clean;
-	if (!remote_paths(r, paths, &clean, &sent))
+	char key[SBX_REMOTE_KEY_MAX + 1];
+	size_t n;
+	char (*clean)[SBX_REMOTE_PATH_MAX + 1] = malloc(PATHS_MAX * sizeof(*clean));
+	const char *list[PATHS_MAX];
+	if (!clean)
+		return reply_error(r, 500, "out of memory");
+	if (!clean_paths(r, paths, clean, &n, &sent) || !clean_key(r, raw_key, key, &sent)) {
+		free(clean);
 		return sent;
-	int dir = remote_workspace(r, raw_key, true, &sent);
-	int scanned = dir < 0 ? -1 : sbx_snap_scan_at(dir, &scan, &e);
-	if (dir >= 0)
-		close(dir);
-	if (scanned != 0) {
-		json_decref(clean);
-		return dir >= 0 ? reply_error(r, 400, "%s", e.message) : sent;
 	}
-	json_t *out = json_array();
-	for (size_t i = 0; i < scan.len; i++)
-		if (scan.v[i].type == SBX_ENTRY_FILE && remote_selected(scan.v[i].path, clean))
-			json_array_append_new(out, file_entry(&scan.v[i]));
-	sbx_snap_scan_free(&scan);
-	json_decref(clean);
-	return reply_json(r, 200, out);
-}
-
-/* A read is opened once below the key's fd: symlinks are followed while
- * they stay inside (the kernel refuses an escape); a FIFO or a device is
- * opened without blocking and refused. */
-static int open_for_read(struct req *r, int dir, const char *raw_path, struct stat *st, enum MHD_Result *sent)
-{
-	char rel[SBX_REMOTE_PATH_MAX + 1];
-	if (!sbx_remote_rel_path(raw_path, rel, sizeof(rel))) {
-		*sent = reply_error(r, 400, "Invalid remote workspace path");
-		return -1;
-	}
-	int fd = sbx_open_beneath(dir, rel, O_RDONLY | O_NONBLOCK, SBX_BENEATH_IN_ROOT);
-	if (fd < 0) {
-		*sent = errno == EXDEV ? reply_error(r, 400, "Remote workspace path escapes the workspace: %s", rel)
-		      : errno == EAGAIN ? reply_error(r, 409, "Remote workspace path changed while it was opened: %s", rel)
-					  : reply_error(r, 400, "Remote workspace file not found: %s", rel);
-		return -1;
-	}
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-		close(fd);
-		*sent = reply_error(r, 400, "Remote workspace path is not a regular file: %s", rel);
-		return -1;
-	}
-	return fd;
+	for (size_t i = 0; i < n; i++)
+		list[i] = clean[i];
+	bool only = paths && !json_is_null(paths);
+	struct ws_call c = { .opts = { cmd, only ? "--only" : NULL }, .key = key, .paths = list, .n_paths = n, .fd = -1 };
+	struct sbx_error e;
+	json_t *out = ws_run(&c, &e);
+	free(clean);
+	if (!out)
+		return reply_stage_error(r, &e, false);
+	if (!strcmp(cmd, "snapshot"))
+		collect_kick(COLLECT_SNAPSHOTS); /* the key may now hold more than it keeps */
+	return reply_json(r, status, out);
 }
 
 enum MHD_Result reply_file(struct req *r, int fd, off_t size)
@@ -152,61 +142,64 @@ enum MHD_Result reply_file(struct req *r, int fd, off_t size)
 	return reply_response(r, 200, resp, "application/octet-stream");
 }
 
+/* cat or snapshot-cat: the stage opens the file and hands its fd over. */
+static enum MHD_Result serve_call(struct req *r, const char *cmd, const char *key, const char *id, const char *path)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return reply_error(r, 500, "Cannot read the remote workspace: %s", strerror(errno));
+	const char *operands[2] = { id ? id : path, path };
+	struct ws_call c = { .opts = { cmd, "--fd-socket", "3" }, .key = key, .paths = operands, .n_paths = id ? 2 : 1,
+			     .fd = sv[1] };
+	struct sbx_error e;
+	json_t *out = ws_run(&c, &e);
+	close(sv[1]);
+	int fd = out ? sbx_fd_recv(sv[0]) : -1;
+	close(sv[0]);
+	json_decref(out);
+	if (!out)
+		return reply_stage_error(r, &e, false);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return reply_error(r, 500, "sbx-ws handed over no file");
+	}
+	return reply_file(r, fd, st.st_size);
+}
+
+/* A raw query value as the stage's operand ("" when absent; one too long
+ * to ever be valid is refused here: it would not fit an argument). */
+static const char *operand(const char *raw)
+{
+	return !raw ? "" : strlen(raw) > RAW_PATH_MAX ? NULL : raw;
+}
+
 static enum MHD_Result read_file(struct req *r)
 {
 	enum MHD_Result sent;
-	struct stat st;
-	int dir = remote_workspace(r, query(r, "workspace"), true, &sent);
-	if (dir < 0)
+	char key[SBX_REMOTE_KEY_MAX + 1];
+	if (!clean_key(r, query(r, "workspace"), key, &sent))
 		return sent;
-	int fd = open_for_read(r, dir, query(r, "path"), &st, &sent);
-	close(dir);
-	return fd < 0 ? sent : reply_file(r, fd, st.st_size);
+	const char *path = operand(query(r, "path"));
+	return path ? serve_call(r, "cat", key, NULL, path) : reply_error(r, 400, "Invalid remote workspace path");
 }
 
-/* What the upload would make the workspace hold, against the quota. */
-static bool within_quota(int dir, int parent, const char *leaf, unsigned long long incoming)
+static enum MHD_Result snapshot_file(struct req *r, const char *id)
 {
-	long long max = g_server.cfg.max_workspace_bytes;
-	struct sbx_usage u;
-	struct sbx_error e;
-	struct stat st;
-	if (max <= 0)
-		return true;
-	if (sbx_quota_usage_at(dir, &u, &e) != 0)
-		return false;
-	unsigned long long total = u.charged_bytes; /* as a run's quota counts */
-	sbx_usage_free(&u);
-	if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-		unsigned long long size = (unsigned long long)st.st_size, disk = (unsigned long long)st.st_blocks * 512;
-		unsigned long long charged = size > disk ? size : disk;
-		total -= charged < total ? charged : total;
-	}
-	return total + incoming <= (unsigned long long)max;
+	char key[SBX_REMOTE_KEY_MAX + 1], rel[SBX_REMOTE_PATH_MAX + 1];
+	if (!sbx_remote_key(query(r, "workspace"), key, sizeof(key)))
+		return reply_error(r, 400, "Invalid remote workspace key");
+	if (!sbx_remote_rel_path(query(r, "path"), rel, sizeof(rel)))
+		return reply_error(r, 400, "Invalid remote workspace path");
+	return serve_call(r, "snapshot-cat", key, id, rel);
 }
 
-/* The staged file linked or renamed onto leaf, relative to parent. */
-static enum MHD_Result place(struct req *r, struct upload *u, int parent, const char *leaf, const char *rel,
-			     const char *sha)
-{
-	bool overwrite = query(r, "conflict") && !strcmp(query(r, "conflict"), "overwrite");
-	long exec = u->verified ? upload_exec_bits(header(r, "x-workspace-executable")) : 0;
-	if (upload_place(u, parent, leaf, overwrite, (mode_t)(0644 | (exec & 0111))) != 0) {
-		if (!overwrite && errno == EEXIST) /* a plain upload's collision is 409, a verified one's 400 */
-			return reply_error(r, u->verified ? 400 : 409, "Remote workspace file already exists");
-		return reply_error(r, 400, "Cannot publish the upload: %s", strerror(errno));
-	}
-	fsync(parent);
-	json_t *body = json_pack("{s:s,s:I}", "path", rel, "size", (json_int_t)u->bytes);
-	if (u->verified)
-		json_object_set_new(body, "sha256", json_string(sha));
-	return reply_json(r, 201, body);
-}
-
+/* The staged upload, checked here (size, hash: both known as it streamed
+ * in), handed to the stage as an fd to publish after its own checks. */
 static enum MHD_Result publish(struct req *r, struct upload *u)
 {
-	char rel[SBX_REMOTE_PATH_MAX + 1], sha[SBX_SHA256_HEX_LEN + 1], msg[600];
-	enum MHD_Result sent;
+	char key[SBX_REMOTE_KEY_MAX + 1], rel[SBX_REMOTE_PATH_MAX + 1], sha[SBX_SHA256_HEX_LEN + 1], msg[600], mode[8];
 	unsigned status = upload_check(r->conn, u->verified, msg, sizeof(msg));
 	if (status)
 		return reply_error(r, status, "%s", msg);
@@ -224,65 +217,69 @@ static enum MHD_Result publish(struct req *r, struct upload *u)
 		if (strcmp(sha, header(r, "x-workspace-sha256")) != 0)
 			return reply_error(r, 400, "Verified upload content does not match x-workspace-sha256");
 	}
-	int dir = remote_workspace(r, query(r, "workspace"), true, &sent);
-	if (dir < 0)
-		return sent;
+	sbx_remote_key(query(r, "workspace"), key, sizeof(key));
 	sbx_remote_rel_path(query(r, "path"), rel, sizeof(rel));
-	const char *leaf = NULL;
-	int parent = sbx_beneath_parent(dir, rel, true, &leaf);
-	int saved = errno;
-	struct stat st;
-	if (parent < 0)
-		sent = reply_error(r, 400, "%s", saved == ELOOP || saved == ENOTDIR || saved == EXDEV
-							? NO_SYMLINKS : "Remote workspace path cannot be created");
-	else if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)))
-		sent = S_ISLNK(st.st_mode) ? reply_error(r, 400, "%s", NO_SYMLINKS)
-					   : reply_error(r, 400, "Remote workspace path is a directory: %s", rel);
-	else if (!within_quota(dir, parent, leaf, u->bytes))
-		sent = reply_error(r, 400, "Workspace exceeds the %lld byte quota with this upload (current limit from system "
-					  "quota settings / SCIENCE_AGENT_MAX_WORKSPACE_BYTES; set to 0 for unlimited)",
-				   g_server.cfg.max_workspace_bytes);
-	else
-		sent = place(r, u, parent, leaf, rel, sha);
-	if (parent >= 0)
-		close(parent);
-	close(dir);
-	return sent;
+	bool overwrite = query(r, "conflict") && !strcmp(query(r, "conflict"), "overwrite");
+	long exec = u->verified ? upload_exec_bits(header(r, "x-workspace-executable")) : 0;
+	snprintf(mode, sizeof(mode), "%o", (unsigned)(0644 | (exec & 0111)));
+	const char *operands[1] = { rel };
+	struct ws_call c = { .opts = { "put", "--from-fd", "3", "--mode", mode, overwrite ? "--overwrite" : NULL },
+			     .key = key, .paths = operands, .n_paths = 1, .fd = u->fd };
+	struct sbx_error e;
+	json_t *out = ws_run(&c, &e);
+	if (!out)
+		return reply_stage_error(r, &e, u->verified);
+	if (u->verified)
+		json_object_set_new(out, "sha256", json_string(sha));
+	return reply_json(r, 201, out);
 }
 
-/* The key's tree, removed from its parent's fd without following a
- * symlink at any level; a key already gone is deleted. */
 static enum MHD_Result delete_workspace(struct req *r)
 {
 	char key[SBX_REMOTE_KEY_MAX + 1];
 	enum MHD_Result sent;
 	if (!clean_key(r, query(r, "workspace"), key, &sent))
 		return sent;
-	/* Its uid goes back to the range (SBX_UID_RANGE). */
-	int ws = sbx_remote_workspace_open(g_server.cfg.data_dir, key, false);
-	if (ws >= 0) {
-		char registry[PATH_MAX + 32];
-		if (sbx_workspace_uid_registry(registry, sizeof(registry)) == 0)
-			sbx_workspace_uid_release(registry, ws);
-		close(ws);
+	struct ws_call c = { .opts = { "rm" }, .key = key, .fd = -1 };
+	struct sbx_error e;
+	json_t *out = ws_run(&c, &e);
+	return out ? reply_json(r, 200, out) : reply_stage_error(r, &e, false);
+}
+
+int remote_snapshots_collect(long long *manifests, long long *objects, long long *next_due_ms)
+{
+	char keep[32], grace[32];
+	snprintf(keep, sizeof(keep), "%lld", g_server.cfg.snapshot_keep);
+	snprintf(grace, sizeof(grace), "%lld", g_server.cfg.snapshot_grace_s);
+	struct ws_call c = { .opts = { "collect", "--keep", keep, "--grace-s", grace }, .fd = -1 };
+	struct sbx_error e;
+	json_t *out = ws_run(&c, &e);
+	*manifests = *objects = *next_due_ms = 0;
+	if (!out) {
+		fprintf(stderr, "{\"level\":\"warning\",\"code\":\"snapshot-collection\",\"program\":\"sbx-httpd\",\"message\":");
+		json_dumpf(json_string(e.message), stderr, JSON_ENCODE_ANY);
+		fprintf(stderr, "}\n");
+		return -1;
 	}
-	if (sbx_remote_workspace_remove(g_server.cfg.data_dir, key) != 0 && errno != ENOENT)
-		return errno == ELOOP ? reply_error(r, 400, "%s", NO_SYMLINKS)
-				      : reply_error(r, 400, "Cannot delete the remote workspace: %s", strerror(errno));
-	return reply_json(r, 200, json_pack("{s:b}", "deleted", 1));
+	*manifests = json_integer_value(json_object_get(out, "manifests"));
+	*objects = json_integer_value(json_object_get(out, "objects"));
+	*next_due_ms = json_integer_value(json_object_get(out, "nextDueMs"));
+	json_decref(out);
+	return 0;
 }
 
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id)
 {
 	enum MHD_Result sent;
 	if (!strcmp(what, "list"))
-		return list(r, query(r, "workspace"), NULL);
-	if (!strcmp(what, "list-post")) {
+		return selection_call(r, "ls", query(r, "workspace"), NULL, 200);
+	if (!strcmp(what, "list-post") || !strcmp(what, "snapshot")) {
 		json_t *doc = body_object(r, &sent);
 		if (!doc)
 			return sent;
-		const json_t *paths = json_object_get(doc, "paths");
-		sent = list(r, json_string_value(json_object_get(doc, "workspace")), json_is_null(paths) ? NULL : paths);
+		bool list = !strcmp(what, "list-post");
+		sent = selection_call(r, list ? "ls" : "snapshot", json_string_value(json_object_get(doc, "workspace")),
+				      json_object_get(doc, "paths"), list ? 200 : 201);
 		json_decref(doc);
 		return sent;
 	}
@@ -297,7 +294,5 @@ enum MHD_Result handle_remote(struct req *r, const char *what, const char *id)
 	}
 	if (!strcmp(what, "delete"))
 		return delete_workspace(r);
-	if (!strcmp(what, "snapshot"))
-		return remote_snapshot_create(r);
-	return remote_snapshot_file(r, id);
+	return snapshot_file(r, id);
 }

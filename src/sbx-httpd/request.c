@@ -4,7 +4,7 @@
 #include "request.h"
 #include "../lib/egress_policy.h"
 #include "../lib/npu_chips.h"
-#include "remote_path.h"
+#include "../lib/remote_path.h"
 #include "../lib/beneath.h"
 #include "../lib/path.h"
 

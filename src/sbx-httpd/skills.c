@@ -10,7 +10,7 @@
 #include "../lib/base64.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
-#include "remote_path.h"
+#include "../lib/remote_path.h"
 #include "../lib/tree_remove.h"
 
 #include <errno.h>

@@ -1,18 +1,17 @@
 /* upload.c — streamed PUT bodies: bearer and head checks first, then every
  * chunk written to <data>/runner-uploads/ and hashed as it arrives, so a
- * body of several GiB costs a few pages of memory; at the end, once remote.c
- * has checked hash and quota, the staged file itself is linked into place. */
+ * body of several GiB costs a few pages of memory; at the end remote.c
+ * checks size and hash and hands the staged file's fd to sbx-ws, which
+ * checks the quota and links the file itself into place. */
 #include "httpd.h"
 #include "../lib/io.h"
-#include "remote_path.h"
-#include "../lib/uuid.h"
+#include "../lib/remote_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,56 +131,6 @@ void upload_write(struct upload *u, const char *data, size_t n)
 	sbx_sha256_update(u->sha, data, n);
 	u->bytes += n;
 	start_writeback(u);
-}
-
-/* The staged bytes copied into a new file created in parent (a random name,
- * O_EXCL | O_NOFOLLOW), given its mode and synced: name holds it. For a
- * workspace on another filesystem than runner-uploads. */
-static int copy_in(const struct upload *u, int parent, mode_t mode, char *name, size_t size)
-{
-	sbx_uuid4(".sbx-upload-", name, size);
-	int fd = openat(parent, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	off_t off = 0;
-	ssize_t n = 1;
-	while ((unsigned long long)off < u->bytes && (n = sendfile(fd, u->fd, &off, u->bytes - (unsigned long long)off)) > 0)
-		;
-	int ok = n > 0 && fchmod(fd, mode) == 0 && fsync(fd) == 0;
-	int saved = n == 0 ? EIO : errno; /* the staging file ended early */
-	close(fd);
-	if (ok)
-		return 0;
-	unlinkat(parent, name, 0);
-	return errno = saved, -1;
-}
-
-/* Linked (reject: atomic against a concurrent creator) or renamed
- * (overwrite) onto to, relative to to_dir. */
-static int link_or_rename(int from_dir, const char *from, int to_dir, const char *to, bool overwrite)
-{
-	return overwrite ? renameat(from_dir, from, to_dir, to) : linkat(from_dir, from, to_dir, to, 0);
-}
-
-int upload_place(struct upload *u, int parent, const char *leaf, bool overwrite, mode_t mode)
-{
-	if (fchmod(u->fd, mode) != 0 || fsync(u->fd) != 0)
-		return -1;
-	if (link_or_rename(AT_FDCWD, u->tmp, parent, leaf, overwrite) == 0) {
-		if (overwrite)
-			u->tmp[0] = '\0'; /* moved: no staging name left to remove */
-		return 0;
-	}
-	if (errno != EXDEV)
-		return -1;
-	char name[64];
-	if (copy_in(u, parent, mode, name, sizeof(name)) != 0)
-		return -1;
-	int rc = link_or_rename(parent, name, parent, leaf, overwrite);
-	int saved = errno;
-	if (rc != 0 || !overwrite)
-		unlinkat(parent, name, 0);
-	return errno = saved, rc;
 }
 
 void upload_free(struct upload *u)

@@ -13,7 +13,8 @@
 #include "beneath.h"
 #include "host_dir.h"
 #include "quota.h"
-#include "../../src/sbx-httpd/remote_path.h"
+#include "remote_path.h"
+#include "../../src/sbx-ws/ws.h"
 #include "snap_scan.h"
 #include "tree_remove.h"
 

@@ -1,10 +1,16 @@
-/* snapshots_gc.c — collection of the remote snapshot store: the newest
+/* snapshot_gc.c — collection of the remote snapshot store: the newest
  * manifests per workspace key stay, older ones go, then every object no
  * kept manifest names, past a grace age and not written since a snapshot
- * still being made began. Runs on the collector thread; takes no lock a
- * request waits on. */
-#include "snapshots.h"
-#include "../lib/diag.h"
+ * still being made (in any process: its hold file) began. Takes no lock a
+ * snapshot waits on. */
+#include "ws.h"
+#include "snapshot.h"
+#include "../lib/clock.h"
+#include "../lib/exitcodes.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <sys/file.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,27 +25,90 @@
 #define CLOCK_SLACK_MS 1000      /* file times come from a coarser clock */
 #define SHA_LEN 64
 
-static pthread_mutex_t holds_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct snapshots_hold *holds;
+#define HOLDS_MAX 4096        /* hold files looked at in one pass (more: nothing is swept) */
+#define HOLD_NEW_STALE_MS 60000 /* a half-made hold older than this is a crash's */
 
-void snapshots_hold(struct snapshots_hold *h)
+int snapshot_hold(const char *data, struct snapshot_hold *h, struct sbx_error *e)
 {
-	pthread_mutex_lock(&holds_lock);
-	h->since_ms = sbx_wall_ms();
-	h->next = holds;
-	holds = h;
-	pthread_mutex_unlock(&holds_lock);
+	char dir[PATH_MAX + 32], tmp[PATH_MAX + 64];
+	h->fd = -1;
+	snapshot_store_path(data, NULL, dir, sizeof(dir));
+	mkdir(dir, 0700);
+	snapshot_store_path(data, "holds", dir, sizeof(dir));
+	mkdir(dir, 0700);
+	/* Made under a name collection does not take for a hold, flocked,
+	 * then renamed: a collector never finds it unlocked. */
+	if (snprintf(tmp, sizeof(tmp), "%s/.new-XXXXXX", dir) >= (int)sizeof(tmp) ||
+	    (h->fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "hold", "Cannot snapshot the remote workspace: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(h->path, sizeof(h->path), "%s/hold-%s", dir, strrchr(tmp, '-') + 1);
+	if (flock(h->fd, LOCK_EX) != 0 || rename(tmp, h->path) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "hold", "Cannot snapshot the remote workspace: %s", strerror(errno));
+		unlink(tmp);
+		close(h->fd);
+		h->fd = -1;
+		return -1;
+	}
+	return 0;
 }
 
-void snapshots_release(struct snapshots_hold *h)
+void snapshot_release(struct snapshot_hold *h)
 {
-	pthread_mutex_lock(&holds_lock);
-	for (struct snapshots_hold **p = &holds; *p; p = &(*p)->next)
-		if (*p == h) {
-			*p = h->next;
+	if (h->fd < 0)
+		return;
+	unlink(h->path);
+	close(h->fd);
+	h->fd = -1;
+}
+
+static long long mtime_ms(const struct stat *st)
+{
+	return (long long)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
+/* The oldest live hold's start (now when none); a dead maker's hold (no
+ * flock) goes. */
+static long long oldest_hold(const char *data, long long now)
+{
+	char path[PATH_MAX + 32];
+	snapshot_store_path(data, "holds", path, sizeof(path));
+	int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dir >= 0 ? fdopendir(dir) : NULL;
+	if (!d) {
+		if (dir >= 0)
+			close(dir);
+		return now;
+	}
+	long long oldest = now;
+	struct dirent *de;
+	for (int seen = 0; (de = readdir(d)); seen++) {
+		if (seen == HOLDS_MAX) { /* more than a pass looks at: spare every object */
+			oldest = 0;
 			break;
 		}
-	pthread_mutex_unlock(&holds_lock);
+		bool made = !strncmp(de->d_name, "hold-", 5), half = !strncmp(de->d_name, ".new-", 5);
+		struct stat st;
+		if ((!made && !half) || fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (half) { /* being made right now, or left by a crash */
+			oldest = mtime_ms(&st) < oldest ? mtime_ms(&st) : oldest;
+			if (now - mtime_ms(&st) > HOLD_NEW_STALE_MS)
+				unlinkat(dir, de->d_name, 0);
+			continue;
+		}
+		int fd = openat(dir, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			unlinkat(dir, de->d_name, 0); /* its maker is gone */
+		else
+			oldest = mtime_ms(&st) < oldest ? mtime_ms(&st) : oldest;
+		close(fd);
+	}
+	closedir(d);
+	return oldest;
 }
 
 struct manifest {
@@ -178,11 +247,6 @@ static long long prune(struct mark *k, int dir, long long keep)
 	return removed;
 }
 
-static long long mtime_ms(const struct stat *st)
-{
-	return (long long)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
-}
-
 /* An object set aside goes back to its name; when another copy is there
  * already (or the filesystem cannot rename without replacing, and a link
  * can), the aside name goes. A failure leaves it aside, where reads and
@@ -249,20 +313,15 @@ static long long sweep(int dir, const struct mark *k, long long cut, long long g
 	return removed;
 }
 
-int snapshots_collect(long long keep, long long grace_s, struct snapshots_collected *out)
+int snapshots_collect(const char *data, long long keep, long long grace_s, struct snapshots_collected *out)
 {
 	char path[PATH_MAX + 32];
 	memset(out, 0, sizeof(*out));
 	/* The cut: nothing written since the oldest snapshot in the making
 	 * began, nor within the grace, nor within the clocks' slack. */
-	pthread_mutex_lock(&holds_lock);
-	long long cut = sbx_wall_ms();
-	for (struct snapshots_hold *h = holds; h; h = h->next)
-		cut = h->since_ms < cut ? h->since_ms : cut;
-	pthread_mutex_unlock(&holds_lock);
-	cut -= grace_s * 1000 + CLOCK_SLACK_MS;
+	long long cut = oldest_hold(data, sbx_wall_ms()) - (grace_s * 1000 + CLOCK_SLACK_MS);
 
-	snprintf(path, sizeof(path), "%s/remote-snapshots", g_server.cfg.data_dir);
+	snapshot_store_path(data, NULL, path, sizeof(path));
 	int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int again = dir >= 0 ? dup(dir) : -1;
 	DIR *d = again >= 0 ? fdopendir(again) : NULL;
@@ -287,12 +346,24 @@ int snapshots_collect(long long keep, long long grace_s, struct snapshots_collec
 		out->manifests = prune(&k, dir, keep);
 	if (rc == 0 && out->manifests >= 0)
 		out->objects += sweep(dir, &k, cut, grace_s * 1000, &out->next_due_ms);
-	else
-		sbx_diag("warning", "snapshot-collection", NULL, "the remote snapshot store could not be read whole; nothing was collected");
 	for (size_t i = 0; i < k.n; i++)
 		free(k.m[i].key);
 	free(k.m);
 	free(k.sha);
 	close(dir);
 	return rc == 0 && out->manifests >= 0 ? 0 : -1;
+}
+
+/* collect: one pass, its counts on stdout. */
+int ws_collect(const struct ws_opts *o, struct sbx_error *e)
+{
+	struct snapshots_collected done;
+	if (snapshots_collect(o->data, o->keep, o->grace_s, &done) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "snapshot-collection",
+			      "the remote snapshot store could not be read whole; nothing was collected");
+		return -1;
+	}
+	printf("{\"manifests\":%lld,\"objects\":%lld,\"nextDueMs\":%lld}\n", done.manifests, done.objects,
+	       done.next_due_ms);
+	return 0;
 }

@@ -1,9 +1,9 @@
-/* remote_path.c — key and path grammars, and remote workspaces opened, and
- * removed, through the no-symlink parent (beneath.h). */
+/* remote_path.c — the key and path grammars of remote workspaces, and a
+ * workspace opened through the no-symlink parent (beneath.h): sbx-httpd
+ * checks requests with them, sbx-ws works beneath the fd. */
 #include "remote_path.h"
-#include "../lib/beneath.h"
-#include "../lib/text.h"
-#include "../lib/tree_remove.h"
+#include "beneath.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,8 +63,7 @@ bool sbx_remote_rel_path(const char *raw, char *out, size_t size)
 	return true;
 }
 
-/* <data>/remote-workspaces, a real directory (made when create). */
-static int workspaces_root(const char *data_dir, bool create)
+int sbx_remote_workspaces_root(const char *data_dir, bool create)
 {
 	int data = open(data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (data < 0)
@@ -82,7 +81,7 @@ int sbx_remote_workspace_open(const char *data_dir, const char *key, bool create
 	const char *leaf;
 	if (snprintf(with_slash, sizeof(with_slash), "%s/x", key) >= (int)sizeof(with_slash))
 		return errno = ENAMETOOLONG, -1;
-	int root = workspaces_root(data_dir, create);
+	int root = sbx_remote_workspaces_root(data_dir, create);
 	if (root < 0)
 		return -1;
 	/* Every component, the last included, is a real directory. */
@@ -91,16 +90,4 @@ int sbx_remote_workspace_open(const char *data_dir, const char *key, bool create
 	close(root);
 	errno = saved;
 	return fd;
-}
-
-int sbx_remote_workspace_remove(const char *data_dir, const char *key)
-{
-	int root = workspaces_root(data_dir, false);
-	if (root < 0)
-		return -1;
-	int rc = sbx_remove_tree_beneath(root, key);
-	int saved = errno;
-	close(root);
-	errno = saved;
-	return rc;
 }

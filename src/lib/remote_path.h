@@ -1,6 +1,6 @@
 /* remote_path.h — the grammars of runner-api 5.7 (remote workspace keys,
- * workspace-relative file paths), a remote workspace as a directory fd,
- * and a walk below a directory that never follows a symlink, for writes. */
+ * workspace-relative file paths) and a remote workspace as a directory fd:
+ * sbx-httpd's request checks and sbx-ws's store share them. */
 #ifndef SBX_REMOTE_PATH_H
 #define SBX_REMOTE_PATH_H
 
@@ -23,9 +23,8 @@ bool sbx_remote_rel_path(const char *raw, char *out, size_t size);
  * on the workspace is relative to. -1 with errno ELOOP for a symlink,
  * ENOENT when missing and !create, ENOTDIR for a file on the way. */
 int sbx_remote_workspace_open(const char *data_dir, const char *key, bool create);
-/* Removes the key's directory and everything in it, never following a
- * symlink at any level (a symlink at the key itself is unlinked). 0, or
- * -1 with errno (ENOENT: nothing there; ELOOP: a symlinked parent). */
-int sbx_remote_workspace_remove(const char *data_dir, const char *key);
+/* <data>/remote-workspaces as a directory fd, a real directory (made
+ * 0755 when create); -1 with errno (ELOOP: a symlink). */
+int sbx_remote_workspaces_root(const char *data_dir, bool create);
 
 #endif

@@ -1,0 +1,278 @@
+#!/usr/bin/env bats
+# sbx-ws from a shell: put (stdin, --size, --sha256, --mode, --overwrite,
+# the quota), ls, cat (bytes, or the fd over --fd-socket), rm, snapshots
+# that outlive the workspace and serve only their key's selected paths,
+# collection; bad input names the field and leaves the data dir as it was;
+# a planted symlink is never followed out; a key with ".." is refused.
+
+load helpers
+
+setup() {
+    DATA="$BATS_TEST_TMPDIR/data"
+    OUT="$BATS_TEST_TMPDIR/outside"
+    RW="$DATA/remote-workspaces"
+    mkdir -p "$DATA" "$OUT"
+    echo canary > "$OUT/canary"
+}
+
+ws() { sbx-ws --data-dir "$DATA" "$@"; }
+
+# put KEY PATH DATA [OPTIONS...]: DATA on stdin.
+put() {
+    local key=$1 path=$2 data=$3
+    shift 3
+    run --separate-stderr bash -c 'printf "%s" "$1" | sbx-ws --data-dir "$2" put "${@:5}" -- "$3" "$4"' _ "$data" "$DATA" "$key" "$path" "$@"
+}
+
+# The data dir's every name, type and size: what "no state changed" compares.
+state() { (cd "$DATA" && find . -printf '%p %y %s\n' | sort); }
+
+@test "put from stdin, ls, cat: round trip, sizes, sha256 in the receipt" {
+    put k a/b.txt hello --sha256 "$(printf hello | sha256sum | cut -d' ' -f1)" --size 5
+    assert_success
+    assert_equal "$(jq -c '[.path, .size, .sha256]' <<<"$output")" "[\"a/b.txt\",5,\"$(printf hello | sha256sum | cut -d' ' -f1)\"]"
+    put k top.txt 'top!'
+    assert_success
+    run --separate-stderr ws ls k
+    assert_success
+    assert_equal "$(jq -c '[.[] | [.path, .size]]' <<<"$output")" '[["a/b.txt",5],["top.txt",4]]'
+    run --separate-stderr ws ls --only k a
+    assert_equal "$(jq -c '[.[].path]' <<<"$output")" '["a/b.txt"]'
+    run --separate-stderr ws ls --only k
+    assert_equal "$output" "[]"
+    run --separate-stderr ws cat k a/b.txt
+    assert_success
+    assert_equal "$output" hello
+    # Nothing staged is left behind.
+    assert_equal "$(ls -A "$DATA/runner-uploads")" ""
+}
+
+@test "put refuses an existing file unless --overwrite; --mode keeps exec bits; the quota holds" {
+    put k f one
+    assert_success
+    put k f two
+    assert_failure 2
+    assert_equal "$(jq -r .code <<<"$stderr")" exists
+    assert_equal "$(cat "$RW/k/f")" one
+    put k f two --overwrite --mode 755
+    assert_success
+    assert_equal "$(cat "$RW/k/f") $(stat -c %a "$RW/k/f")" "two 755"
+    # A body longer than the whole quota is refused as it streams in.
+    put k g 0123456789 --max-bytes 9
+    assert_failure 6
+    assert_equal "$(jq -r .code <<<"$stderr")" too-large
+    # What the workspace holds (f: a block) plus the incoming, less what
+    # it replaces: a second file does not fit, a replacement does.
+    big=$(head -c 8000 /dev/zero | tr '\0' x)
+    put k g "$big" --max-bytes 9000
+    assert_failure 6
+    assert_equal "$(jq -r .code <<<"$stderr")" quota
+    [ ! -e "$RW/k/g" ]
+    put k f "$big" --overwrite --max-bytes 9000
+    assert_success
+    assert_equal "$(stat -c %s "$RW/k/f")" 8000
+}
+
+@test "put: a body that does not match --size or --sha256 publishes nothing and leaves no staging file" {
+    before=$(state)
+    put k f hello --sha256 "$(printf other | sha256sum | cut -d' ' -f1)"
+    assert_failure 9
+    assert_equal "$(jq -r .message <<<"$stderr")" "The body does not match --sha256"
+    put k f hello --size 4
+    assert_failure 2
+    [[ "$(jq -r .message <<<"$stderr")" == *--size* ]]
+    put k f hello --size 6
+    assert_failure 2
+    [ ! -e "$RW/k/f" ]
+    assert_equal "$(ls -A "$DATA/runner-uploads")" ""
+}
+
+@test "bad input names the field, exits 2 and leaves the data dir as it was" {
+    put k f x
+    before=$(state)
+    for args in "ls a//b" "ls ." "cat k /etc/passwd" "cat k a/../f" "put k a/./b" "snapshot k ../x" \
+                "rm k a//b" "snapshot-cat k 00000000-0000-4000-8000-000000000000 /abs"; do
+        run --separate-stderr ws $args < /dev/null
+        assert_failure 2
+        [[ "$(jq -r .message <<<"$stderr")" =~ ^Invalid\ remote\ workspace\ (key|path)$ ]] || fail "$args: $stderr"
+    done
+    run --separate-stderr ws put --mode 777 k g < /dev/null
+    assert_failure 2
+    [[ "$(jq -r .message <<<"$stderr")" == *--mode* ]]
+    run --separate-stderr ws put --sha256 XYZ k g < /dev/null
+    assert_failure 2
+    [[ "$(jq -r .message <<<"$stderr")" == *--sha256* ]]
+    run --separate-stderr ws ls --only k $(seq -f 'p%g' 51)
+    assert_failure 2
+    [[ "$(jq -r .message <<<"$stderr")" == *"at most 50"* ]]
+    run --separate-stderr ws frobnicate k
+    assert_failure 2
+    assert_equal "$(state)" "$before"
+}
+
+@test "a key with .. is refused for every command and nothing is made outside" {
+    around=$(ls -A "$BATS_TEST_TMPDIR" | grep -v '^separate-stderr-')
+    for key in ".." "../x" "a/../../x" "a/.." "./a" "/abs" 'a\b'; do
+        for cmd in "ls" "snapshot" "rm"; do
+            run --separate-stderr ws $cmd -- "$key"
+            assert_failure 2
+            assert_equal "$(jq -r .message <<<"$stderr")" "Invalid remote workspace key"
+        done
+        put "$key" f data
+        assert_failure 2
+        assert_equal "$(jq -r .message <<<"$stderr")" "Invalid remote workspace key"
+    done
+    [ ! -e "$RW" ] || assert_equal "$(ls -A "$RW")" ""
+    assert_equal "$(ls -A "$BATS_TEST_TMPDIR" | grep -v '^separate-stderr-')" "$around"
+    assert_equal "$(ls -A "$DATA" | grep -v '^remote-workspaces$\|^runner-uploads$')" ""
+    assert_equal "$(ls -A "$OUT")" canary
+}
+
+@test "a symlink planted in a workspace is never followed out: put, cat, ls, snapshot, rm" {
+    put k real.txt inside
+    ln -s "$OUT" "$RW/k/dir"
+    ln -s "$OUT/canary" "$RW/k/leak"
+    put k dir/x data
+    assert_failure 2
+    assert_equal "$(jq -r .message <<<"$stderr")" "Remote workspace path must not contain symbolic links"
+    put k leak data --overwrite
+    assert_failure 2
+    assert_equal "$(jq -r .code <<<"$stderr")" symlink
+    run --separate-stderr ws cat k leak
+    assert_failure 2
+    assert_equal "$(jq -r .code <<<"$stderr")" escape
+    run --separate-stderr ws cat k dir/canary
+    assert_failure 2
+    run --separate-stderr ws ls k
+    assert_equal "$(jq -c '[.[].path]' <<<"$output")" '["real.txt"]'
+    run --separate-stderr ws snapshot k
+    assert_success
+    assert_equal "$(jq -c '[.files[].path]' <<<"$output")" '["real.txt"]'
+    run --separate-stderr ws rm k dir/canary
+    assert_failure 2
+    # The key itself a symlink: refused, the target untouched.
+    ln -s "$OUT" "$RW/evil"
+    run --separate-stderr ws ls evil
+    assert_failure 2
+    assert_equal "$(jq -r .code <<<"$stderr")" symlink
+    run --separate-stderr ws rm evil
+    assert_success
+    [ ! -L "$RW/evil" ]
+    assert_equal "$(ls -A "$OUT") $(cat "$OUT/canary")" "canary canary"
+}
+
+@test "rm: a path below the key, then the key; a key already gone is deleted" {
+    put k a/b/c.txt c
+    put k keep.txt k
+    run --separate-stderr ws rm k a
+    assert_success
+    assert_equal "$output" '{"deleted":true}'
+    [ ! -e "$RW/k/a" ] && [ -e "$RW/k/keep.txt" ]
+    run --separate-stderr ws rm k
+    assert_success
+    [ ! -e "$RW/k" ]
+    run --separate-stderr ws rm k
+    assert_success
+    assert_equal "$output" '{"deleted":true}'
+}
+
+@test "snapshots: the selected paths only, readable after the workspace is gone, by their key alone" {
+    put k keep/a.txt alpha
+    put k tool.sh 'echo hi' --mode 755
+    put k other.txt other
+    run --separate-stderr ws snapshot k keep tool.sh
+    assert_success
+    id=$(jq_out .id)
+    assert_equal "$(jq -c '[.workspace, [.files[] | [.path, .size, .executable]]]' <<<"$output")" '["k",[["keep/a.txt",5,0],["tool.sh",7,73]]]'
+    assert_equal "$(jq -r '.files[0].sha256' <<<"$output")" "$(printf alpha | sha256sum | cut -d' ' -f1)"
+    run --separate-stderr ws rm k
+    assert_success
+    run --separate-stderr ws snapshot-cat k "$id" keep/a.txt
+    assert_success
+    assert_equal "$output" alpha
+    run --separate-stderr ws snapshot-cat k "$id" other.txt
+    assert_failure 2
+    assert_equal "$(jq -r .code <<<"$stderr")" not-selected
+    run --separate-stderr ws snapshot-cat other "$id" keep/a.txt
+    assert_failure 2
+    assert_equal "$(jq -r .message <<<"$stderr")" "Remote workspace snapshot not found"
+    run --separate-stderr ws snapshot-cat k ../../etc keep/a.txt
+    assert_equal "$(jq -r .message <<<"$stderr")" "Remote workspace snapshot not found"
+    run --separate-stderr ws snapshot --only k
+    assert_success
+    assert_equal "$(jq -c .files <<<"$output")" "[]"
+    # No hold outlives its snapshot.
+    assert_equal "$(ls -A "$DATA/remote-snapshots/holds")" ""
+}
+
+@test "collect: the newest per key stay, what only older ones named goes; a dead maker's hold goes" {
+    put k f v1
+    run --separate-stderr ws snapshot k
+    s1=$(jq_out .id)
+    put k f v2 --overwrite
+    run --separate-stderr ws snapshot k
+    s2=$(jq_out .id)
+    # A hold nobody has flocked is a crashed snapshot's.
+    : > "$DATA/remote-snapshots/holds/hold-crashed"
+    run --separate-stderr ws collect --keep 1 --grace-s 0
+    assert_success
+    assert_equal "$(jq -c '[.manifests]' <<<"$output")" '[1]'
+    [ ! -e "$DATA/remote-snapshots/$s1.json" ]
+    [ ! -e "$DATA/remote-snapshots/holds/hold-crashed" ]
+    run --separate-stderr ws snapshot-cat k "$s2" f
+    assert_equal "$output" v2
+    run --separate-stderr ws snapshot-cat k "$s1" f
+    assert_failure 2
+}
+
+@test "collect spares what was written since a live snapshot's hold began, until its maker lets go" {
+    put k f v1
+    run --separate-stderr ws snapshot k
+    assert_success
+    OBJ="$DATA/remote-snapshots/objects"
+    # An object no manifest names, written an hour ago, and a hold begun
+    # two hours ago that this shell keeps flocked (a snapshot being made).
+    printf orphan > "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)"
+    touch -d '1 hour ago' "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)"
+    hold="$DATA/remote-snapshots/holds/hold-live"
+    : > "$hold"
+    touch -d '2 hours ago' "$hold"
+    exec {lock}<"$hold"
+    flock -x "$lock"
+    run --separate-stderr ws collect --keep 1 --grace-s 0
+    assert_success
+    [ -e "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)" ]
+    [ -e "$hold" ]
+    exec {lock}<&-
+    run --separate-stderr ws collect --keep 1 --grace-s 0
+    assert_success
+    assert_equal "$(jq_out .objects)" 1
+    [ ! -e "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)" ]
+    [ ! -e "$hold" ]
+    assert_equal "$(ls "$OBJ")" "$(printf v1 | sha256sum | cut -d' ' -f1)"
+}
+
+@test "cat --fd-socket hands the open file over SCM_RIGHTS and prints its size" {
+    command -v python3 > /dev/null || skip "python3 is not installed"
+    put k f 'by fd'
+    run python3 - "$DATA" <<'PY'
+import os, socket, subprocess, sys
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+os.dup2(b.fileno(), 3, inheritable=True)
+p = subprocess.run(["sbx-ws", "--data-dir", sys.argv[1], "--fd-socket", "3", "cat", "k", "f"],
+                   pass_fds=[3], capture_output=True, text=True)
+msg, fds, _, _ = socket.recv_fds(a, 1, 1)
+print(p.returncode, p.stdout.strip(), os.read(fds[0], 100).decode())
+PY
+    assert_success
+    assert_equal "$output" '0 {"size":5} by fd'
+}
+
+@test "--help and --version" {
+    run sbx-ws --help
+    assert_success
+    assert_output --partial "snapshot-cat KEY ID PATH"
+    run sbx-ws --version
+    assert_success
+    assert_output --partial sbx-ws
+}
