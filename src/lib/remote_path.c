@@ -4,6 +4,7 @@
 #include "remote_path.h"
 #include "beneath.h"
 #include "text.h"
+#include "datadir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +69,7 @@ int sbx_remote_workspaces_root(const char *data_dir, bool create)
 	int data = open(data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (data < 0)
 		return -1;
-	int fd = sbx_beneath_step(data, "remote-workspaces", create);
+	int fd = sbx_beneath_step(data, sbx_data_layout[SBX_DATA_REMOTE_WORKSPACES].name, create);
 	int saved = errno;
 	close(data);
 	errno = saved;

@@ -15,6 +15,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/probe_cache.h"
 #include "../lib/tree_remove.h"
+#include "../lib/datadir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,16 +82,16 @@ static void warn_group_members(const struct sbx_run_as *who)
 static void prepare_data_dir(const struct config *c)
 {
 	struct sbx_error e;
-	static const char *const subdirs[] = { "projects", "remote-workspaces", "runner-executions", "runner-uploads",
-					       NULL };
+	static const enum sbx_data_area subdirs[] = { SBX_DATA_PROJECTS, SBX_DATA_REMOTE_WORKSPACES,
+						      SBX_DATA_RUNNER_EXECUTIONS, SBX_DATA_RUNNER_UPLOADS };
 	char path[PATH_MAX + 64];
 	if (sbx_mkdir_p(c->data_dir, 0755, &e) != 0)
 		sbx_die(&e);
 	/* Uploads the last process was still receiving are dropped. */
-	snprintf(path, sizeof(path), "%s/runner-uploads", c->data_dir);
+	sbx_data_path(c->data_dir, SBX_DATA_RUNNER_UPLOADS, NULL, path, sizeof(path));
 	sbx_remove_tree(path);
-	for (int i = 0; subdirs[i]; i++) {
-		snprintf(path, sizeof(path), "%s/%s", c->data_dir, subdirs[i]);
+	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
+		sbx_data_path(c->data_dir, subdirs[i], NULL, path, sizeof(path));
 		if (sbx_mkdir_p(path, 0755, &e) != 0)
 			sbx_die(&e);
 	}

@@ -7,6 +7,7 @@
 #include "../lib/remote_path.h"
 #include "../lib/beneath.h"
 #include "../lib/path.h"
+#include "../lib/datadir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,10 +34,10 @@ static bool blank(const char *s)
  * entries (any "."-prefixed child of a root) are refused. */
 int request_open_workspace(const char *path, char *shown, size_t size, char *msg, size_t msize)
 {
-	static const char *const roots[] = { "projects", "remote-workspaces" };
+	static const enum sbx_data_area roots[] = { SBX_DATA_PROJECTS, SBX_DATA_REMOTE_WORKSPACES };
 	char root[PATH_MAX + 32], rel[PATH_MAX];
 	for (int i = 0; i < 2; i++) {
-		snprintf(root, sizeof(root), "%s/%s", g_server.cfg.data_dir, roots[i]);
+		sbx_data_path(g_server.cfg.data_dir, roots[i], NULL, root, sizeof(root));
 		if (sbx_path_below(root, path, rel, sizeof(rel)) != 0 || !rel[0])
 			continue;
 		if (!sbx_path_plain_relative(rel))

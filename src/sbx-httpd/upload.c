@@ -6,6 +6,7 @@
 #include "httpd.h"
 #include "../lib/io.h"
 #include "../lib/remote_path.h"
+#include "../lib/datadir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,7 +97,7 @@ struct upload *upload_begin(struct MHD_Connection *conn, const char *url)
 	} else {
 		u->cap = (unsigned long long)g_server.cfg.max_workspace_bytes;
 	}
-	snprintf(u->tmp, sizeof(u->tmp), "%.3900s/runner-uploads/upload-XXXXXX", g_server.cfg.data_dir);
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_RUNNER_UPLOADS, "upload-XXXXXX", u->tmp, sizeof(u->tmp));
 	u->fd = mkostemp(u->tmp, O_CLOEXEC);
 	u->sha = sbx_sha256_new();
 	if (u->fd < 0 || !u->sha) {

@@ -11,6 +11,7 @@
 #include "../lib/io.h"
 #include "../lib/quota.h"
 #include "../lib/uuid.h"
+#include "../lib/datadir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +56,7 @@ static int stage_stdin(const struct ws_opts *o, unsigned long long cap, char sha
 		       struct sbx_error *e)
 {
 	char dir[PATH_MAX + 32];
-	snprintf(dir, sizeof(dir), "%s/runner-uploads", o->data);
+	sbx_data_path(o->data, SBX_DATA_RUNNER_UPLOADS, NULL, dir, sizeof(dir));
 	mkdir(dir, 0700);
 	if (snprintf(staged_name, sizeof(staged_name), "%s/upload-XXXXXX", dir) >= (int)sizeof(staged_name)) {
 		staged_name[0] = '\0';

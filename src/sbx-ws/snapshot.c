@@ -13,6 +13,7 @@
 #include "../lib/json.h"
 #include "../lib/snap_scan.h"
 #include "../lib/uuid.h"
+#include "../lib/datadir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@
 
 void snapshot_store_path(const char *data, const char *leaf, char *out, size_t size)
 {
-	snprintf(out, size, "%s/remote-snapshots%s%s", data, leaf ? "/" : "", leaf ? leaf : "");
+	sbx_data_path(data, SBX_DATA_REMOTE_SNAPSHOTS, leaf, out, size);
 }
 
 /* Copies in (a file below the workspace) into the object store; its hash. */

@@ -5,6 +5,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/tree_remove.h"
 #include "../lib/workspace_uid.h"
+#include "../lib/datadir.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -120,7 +121,7 @@ int ws_rm(const struct ws_opts *o, const char *raw_key, const char *path, struct
 	int ws = sbx_remote_workspace_open(o->data, key, false);
 	if (ws >= 0) {
 		char registry[PATH_MAX + 32];
-		if (snprintf(registry, sizeof(registry), "%s/workspace-uids", o->data) < (int)sizeof(registry))
+		if (sbx_data_path(o->data, SBX_DATA_WORKSPACE_UIDS, NULL, registry, sizeof(registry)) == 0)
 			sbx_workspace_uid_release(registry, ws);
 		close(ws);
 	}
