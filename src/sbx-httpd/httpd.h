@@ -59,6 +59,7 @@ struct programs {
 	char env[PATH_MAX];
 	char broker[PATH_MAX];       /* "": not installed */
 	char npu[PATH_MAX];          /* "": not installed */
+	char skills[PATH_MAX];
 };
 
 /* One legacy execution as /status lists it. */
@@ -198,18 +199,14 @@ void info_execution_identity(struct server *s);
 enum MHD_Result handle_status(struct req *r);
 enum MHD_Result handle_resources(struct req *r);
 enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
-/* remote.c, snapshots.c, skills.c: remote workspaces (runner-api 5.7). */
+/* remote.c, snapshots.c: remote workspaces; skills_call.c: skill packages,
+ * sbx-skills' store (runner-api 5.7). */
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
 enum MHD_Result handle_skills(struct req *r, const char *id);
-/* skills_held.c: the store, outside every workspace root, and its checks. */
-struct sbx_sha256;
-void skills_packages_dir(char *out, size_t size);
-void skills_package_id(const json_t *skills, char id[65]);
-void skills_hash_file(struct sbx_sha256 *h, const char *path, size_t size);
-int skills_write_manifest(int dirfd, const json_t *skills);
-/* The package at root (<store>/<id>) verified against its id: its fd
- * (O_RDONLY directory), -1 when not held, -2 when it fails the check. */
-int skills_held_open(const char *root);
+/* The package at root (<data>/skill-packages/<id>) as an O_RDONLY
+ * directory fd that sbx-skills verified against its id; -1 when not
+ * held, -2 when it fails its integrity check. */
+int skills_open_held(const char *root);
 /* <data>/remote-workspaces/<key> from a raw key, as a directory fd opened
  * with no symlink on the way (-1 with a 400 sent). */
 int remote_workspace(struct req *r, const char *raw, bool create, enum MHD_Result *sent);

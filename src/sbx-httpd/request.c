@@ -128,8 +128,8 @@ static int limit(json_t *doc, const char *key, long long dflt, long long *out, c
 	return 0;
 }
 
-/* skillPackagesRoot: a package this runner holds (verified against its
- * id before it is served), read-only at /skills; the workspace's
+/* skillPackagesRoot: a package this runner holds (sbx-skills verified
+ * it against its id, on the fd sbx-run binds), read-only at /skills; the workspace's
  * .sciencediscovery/skill-extensions (made below the workspace fd without
  * following a symlink) writable at /skill-extensions. */
 static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
@@ -141,7 +141,7 @@ static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg,
 	char ref[32];
 	if (blank(root))
 		return 0;
-	int pkg = skills_held_open(root);
+	int pkg = skills_open_held(root);
 	if (pkg < 0)
 		return fail(msg, msize, "%s", pkg == -2 ? "skillPackagesRoot failed its integrity check; upload the package again"
 							: "skillPackagesRoot must be a skill package held by this runner");

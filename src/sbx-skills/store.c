@@ -1,0 +1,136 @@
+/* store.c — the store, <data>/skill-packages: opened as a directory fd
+ * with no symlink, its packages opened below it, and listed. */
+#include "skills.h"
+#include "../lib/atomic_file.h"
+#include "../lib/beneath.h"
+#include "../lib/exitcodes.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MANIFEST_CAP (1u << 20)
+
+int store_open(struct store *s, const char *data_dir, bool create, struct sbx_error *e)
+{
+	s->fd = -1;
+	if (snprintf(s->dir, sizeof(s->dir), "%s/skill-packages", data_dir) >= (int)sizeof(s->dir)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "--data-dir: the path is too long");
+		return -1;
+	}
+	if (create && sbx_mkdir_p(data_dir, 0755, e) != 0)
+		return -1;
+	int data = open(data_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (data < 0) {
+		if (errno == ENOENT && !create)
+			return 0;
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "--data-dir: %s: %s", data_dir, strerror(errno));
+		return -1;
+	}
+	int fd = sbx_beneath_step(data, "skill-packages", create);
+	int saved = errno;
+	close(data);
+	if (fd < 0 && saved == ENOENT && !create)
+		return 0;
+	if (fd < 0) {
+		sbx_error_set(e, saved == ELOOP ? SBX_EXIT_INTEGRITY : SBX_EXIT_INTERNAL, saved == ELOOP ? "symlink" : "store",
+			      "%s: %s", s->dir, saved == ELOOP ? "the store must not be a symbolic link" : strerror(saved));
+		return -1;
+	}
+	s->fd = fd;
+	return 0;
+}
+
+void store_close(struct store *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+bool store_id_ok(const char *id)
+{
+	return id && strlen(id) == SBX_SHA256_HEX_LEN && strspn(id, "0123456789abcdef") == SBX_SHA256_HEX_LEN;
+}
+
+int store_package_open(const struct store *s, const char *id)
+{
+	if (!store_id_ok(id))
+		return errno = EINVAL, -1;
+	if (s->fd < 0)
+		return errno = ENOENT, -1;
+	return sbx_open_beneath(s->fd, id, O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
+}
+
+/* The skills a package's manifest names (id, revision, version), or null. */
+static json_t *manifest_skills(int pkg)
+{
+	int fd = sbx_open_beneath(pkg, SKILLS_MANIFEST, O_RDONLY | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
+	struct stat st;
+	json_t *doc = NULL, *out = json_array(), *m;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= MANIFEST_CAP)
+		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
+	if (fd >= 0)
+		close(fd);
+	if (!json_is_array(doc)) {
+		json_decref(doc);
+		json_decref(out);
+		return json_null();
+	}
+	size_t i;
+	json_array_foreach(doc, i, m)
+		json_array_append_new(out, json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(m, "id"), "revision",
+						     json_object_get(m, "revision"), "version", json_object_get(m, "version")));
+	json_decref(doc);
+	return out;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+json_t *store_list(const struct store *s)
+{
+	json_t *out = json_array();
+	if (s->fd < 0)
+		return out;
+	int fd = sbx_open_beneath(s->fd, ".", O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return out;
+	}
+	char **ids = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (store_id_ok(de->d_name)) {
+			char **grown = realloc(ids, (n + 1) * sizeof(*ids));
+			if (!grown)
+				break;
+			ids = grown;
+			ids[n++] = strdup(de->d_name);
+		}
+	closedir(d);
+	qsort(ids, n, sizeof(*ids), by_id);
+	for (size_t i = 0; i < n; i++) {
+		char root[PATH_MAX + 80];
+		int pkg = ids[i] ? store_package_open(s, ids[i]) : -1;
+		if (pkg >= 0) {
+			snprintf(root, sizeof(root), "%s/%s", s->dir, ids[i]);
+			json_array_append_new(out, json_pack("{s:s,s:s,s:o,s:b}", "id", ids[i], "root", root, "skills",
+							     manifest_skills(pkg), "verified", stamp_valid(s, ids[i], pkg)));
+			close(pkg);
+		}
+		free(ids[i]);
+	}
+	free(ids);
+	return out;
+}
