@@ -101,10 +101,11 @@ static void verify(const char *id, int fd, enum verified *how)
 		bool same = fstat(pkg, &a) == 0 && fstat(fd, &b) == 0 && S_ISDIR(b.st_mode) && a.st_dev == b.st_dev &&
 			    a.st_ino == b.st_ino;
 		close(pkg);
-		pkg = same ? fd : -1;
+		pkg = same ? fd : (errno = 0, -1);
 	}
 	if (pkg < 0) {
-		sbx_error_set(&e, SBX_EXIT_USAGE, "not-held", "skill package %s is not held by this store", id);
+		sbx_error_set(&e, SBX_EXIT_USAGE, "not-held", "skill package %s is not held by this store%s", id,
+			      errno == ELOOP ? " (a symbolic link stands in its place)" : "");
 		sbx_die(&e);
 	}
 	if (stamp_verify(&store, id, pkg, how, &e) != 0)

@@ -95,6 +95,9 @@ int publish(struct store *s, json_t *skills, const char *id, struct sbx_error *e
 		/* A held copy that failed its check is replaced by the genuine one;
 		 * another upload of the same package may have won: same bytes. */
 		int held = store_package_open(s, id);
+		/* Something else planted under the id (a symlink, a file) goes. */
+		if (held < 0 && (errno == ELOOP || errno == ENOTDIR))
+			sbx_remove_tree_at(top, id);
 		if (held >= 0) {
 			bool intact = verify_hashes(held, id);
 			close(held);
