@@ -70,6 +70,7 @@ static int put(const char *from)
 		sbx_die(&e);
 	if (store_open(&store, getenv("SBX_DATA_DIR"), true, &e) != 0)
 		sbx_die(&e);
+	store_sweep_incoming(&store);
 	int held = store_package_open(&store, id);
 	rc = held >= 0 ? stamp_verify(&store, id, held, &how, &e) : -1;
 	if (held >= 0)

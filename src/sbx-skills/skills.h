@@ -19,7 +19,7 @@
 /* <data>/skill-packages: outside every tree an execution can name. */
 struct store {
 	char dir[PATH_MAX];
-	int fd; /* O_PATH directory fd, never a symlink; -1 while it does not exist */
+	int fd; /* its directory fd (never through a symlink); -1 while it does not exist */
 };
 
 /* store.c */
@@ -30,6 +30,8 @@ bool store_id_ok(const char *id);
 /* <store>/<id> as an O_RDONLY directory fd (no symlink at any level), or
  * -1 with errno. */
 int store_package_open(const struct store *s, const char *id);
+/* Removes the temp directories of puts that died (an hour old). */
+void store_sweep_incoming(const struct store *s);
 /* Every held package (id, root, skills, verified by its stamp), by id. */
 json_t *store_list(const struct store *s);
 

@@ -4,6 +4,7 @@
 #include "../lib/atomic_file.h"
 #include "../lib/beneath.h"
 #include "../lib/exitcodes.h"
+#include "../lib/tree_remove.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MANIFEST_CAP (1u << 20)
+#define STALE_INCOMING_S 3600
 
 int store_open(struct store *s, const char *data_dir, bool create, struct sbx_error *e)
 {
@@ -133,4 +136,25 @@ json_t *store_list(const struct store *s)
 	}
 	free(ids);
 	return out;
+}
+
+/* A temp directory a put left when it was killed goes once it is an hour
+ * old (a put never takes that long): what a crash left is collected. */
+void store_sweep_incoming(const struct store *s)
+{
+	int top = s->fd;
+	int fd = top < 0 ? -1 : sbx_open_beneath(top, ".", O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	struct stat st;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, ".incoming-", 10) && fstatat(top, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_mtime < time(NULL) - STALE_INCOMING_S)
+			sbx_remove_tree_at(top, de->d_name);
+	closedir(d);
 }

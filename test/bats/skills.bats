@@ -51,10 +51,12 @@ refused_as() {
     run --separate-stderr sbx-skills ls
     assert_equal "$(jq_out -c .)" "[{\"id\":\"$ID\",\"root\":\"$STORE/$ID\",\"skills\":[{\"id\":\"demo\",\"revision\":2,\"version\":\"0.1\"}],\"verified\":true}]"
     ino=$(stat -c %i "$STORE/$ID")
+    # What a killed put left goes once it is an hour old; a put under way stays.
+    mkdir -p "$STORE/.incoming-$ID-stale/demo" "$STORE/.incoming-$ID-young"
+    touch -d '2 hours ago' "$STORE/.incoming-$ID-stale"
     put_ok
     assert_equal "$(stat -c %i "$STORE/$ID")" "$ino"
-    # No temp directory is left beside the package.
-    assert_equal "$(ls -A "$STORE" | sort | tr '\n' ' ')" ".verified $ID "
+    assert_equal "$(ls -A "$STORE" | sort | tr '\n' ' ')" ".incoming-$ID-young .verified $ID "
     # A file named on the command line is read like stdin.
     printf '%s' "$bundle" > "$WORK/bundle.json"
     run --separate-stderr sbx-skills put "$WORK/bundle.json"
