@@ -204,9 +204,12 @@ enum MHD_Result handle_kernels(struct req *r, const char *kernel_id);
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
 enum MHD_Result handle_skills(struct req *r, const char *id);
 /* The package at root (<data>/skill-packages/<id>) as an O_RDONLY
- * directory fd that sbx-skills verified against its id; -1 when not
- * held, -2 when it fails its integrity check. */
-int skills_open_held(const char *root);
+ * directory fd that sbx-skills verified against its id (the id into id);
+ * -1 when not held, -2 when it fails its integrity check. */
+int skills_open_held(const char *root, char id[65]);
+/* sbx-skills verify on an fd skills_open_held gave: 0, -1 not held, -2
+ * failed its integrity check. */
+int skills_verify_fd(int pkg, const char *id);
 /* <data>/remote-workspaces/<key> from a raw key, as a directory fd opened
  * with no symlink on the way (-1 with a 400 sent). */
 int remote_workspace(struct req *r, const char *raw, bool create, enum MHD_Result *sent);

@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define SKILLS_TAMPERED "skillPackagesRoot failed its integrity check; upload the package again"
+#define SKILLS_NOT_HELD "skillPackagesRoot must be a skill package held by this runner"
+
 static int fail(char *msg, size_t size, const char *fmt, const char *a)
 {
 	snprintf(msg, size, fmt, a);
@@ -141,10 +144,10 @@ static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg,
 	char ref[32];
 	if (blank(root))
 		return 0;
-	int pkg = skills_open_held(root);
+	char id[65];
+	int pkg = skills_open_held(root, id);
 	if (pkg < 0)
-		return fail(msg, msize, "%s", pkg == -2 ? "skillPackagesRoot failed its integrity check; upload the package again"
-							: "skillPackagesRoot must be a skill package held by this runner");
+		return fail(msg, msize, "%s", pkg == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
 	const char *leaf;
 	int parent = sbx_beneath_parent(x->fds[0], ".sciencediscovery/skill-extensions/x", true, &leaf);
 	if (parent < 0) {
@@ -152,9 +155,17 @@ static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg,
 		return fail(msg, msize, "%s", "Remote workspace path must not contain symbolic links");
 	}
 	close(parent);
+	memcpy(x->skill_package, id, sizeof(x->skill_package));
+	x->skill_slot = x->n_fds;
 	json_object_set_new(run, "skills", json_pack("{s:s,s:s}", "root", hand_on(x, pkg, ref, sizeof(ref)), "extensions",
 						     ".sciencediscovery/skill-extensions"));
 	return 0;
+}
+
+int request_skills_recheck(const struct api_exec *x, char *msg, size_t msize)
+{
+	int rc = x->skill_package[0] ? skills_verify_fd(x->fds[x->skill_slot], x->skill_package) : 0;
+	return rc == 0 ? 0 : fail(msg, msize, "%s", rc == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
 }
 
 /* npuDevices (host indices): sbx-run re-probes them right before the

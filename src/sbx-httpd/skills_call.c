@@ -60,10 +60,25 @@ enum MHD_Result handle_skills(struct req *r, const char *id)
 	return out ? reply_json(r, 200, out) : reply_error(r, 400, "%s", e.message);
 }
 
-int skills_open_held(const char *root)
+int skills_verify_fd(int pkg, const char *id)
+{
+	struct sbx_error e;
+	const char *args[] = { "verify", "--fd", "3", id, NULL };
+	json_t *out = call(args, NULL, 0, pkg, &e);
+	if (out) {
+		json_decref(out);
+		return 0;
+	}
+	if (!strcmp(e.code, "integrity"))
+		return -2;
+	if (strcmp(e.code, "not-held") != 0)
+		sbx_diag("warning", "skills", NULL, "sbx-skills verify %s: %s", id, e.message);
+	return -1;
+}
+
+int skills_open_held(const char *root, char id[65])
 {
 	char dir[PATH_MAX], rel[PATH_MAX];
-	struct sbx_error e;
 	snprintf(dir, sizeof(dir), "%.3900s/skill-packages", g_server.cfg.data_dir);
 	if (sbx_path_below(dir, root, rel, sizeof(rel)) != 0 || strlen(rel) != 64 || strspn(rel, "0123456789abcdef") != 64)
 		return -1;
@@ -75,16 +90,11 @@ int skills_open_held(const char *root)
 		close(top);
 	if (pkg < 0)
 		return -1;
-	const char *args[] = { "verify", "--fd", "3", rel, NULL };
-	json_t *out = call(args, NULL, 0, pkg, &e);
-	if (out) {
-		json_decref(out);
-		return pkg;
+	int rc = skills_verify_fd(pkg, rel);
+	if (rc != 0) {
+		close(pkg);
+		return rc;
 	}
-	close(pkg);
-	if (!strcmp(e.code, "integrity"))
-		return -2;
-	if (strcmp(e.code, "not-held") != 0)
-		sbx_diag("warning", "skills", NULL, "sbx-skills verify %s: %s", rel, e.message);
-	return -1;
+	memcpy(id, rel, 65);
+	return pkg;
 }
