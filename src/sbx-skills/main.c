@@ -2,6 +2,7 @@
  * put a bundle, get or verify a held package, list them. A package is
  * hashed once; later checks trust its stamp while nothing in it changed. */
 #include "skills.h"
+#include "../lib/beneath.h"
 #include "../lib/cli.h"
 #include "../lib/datadir.h"
 #include "../lib/diag.h"
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *out)
@@ -53,7 +53,7 @@ static const char *root_of(const char *id, char *out, size_t size)
 	return out;
 }
 
-static int put(const char *from)
+static int put(const char *from, const char *data)
 {
 	struct sbx_error e;
 	char id[SBX_SHA256_HEX_LEN + 1], root[PATH_MAX + 80];
@@ -68,7 +68,7 @@ static int put(const char *from)
 	/* Checked whole before the store is touched: bad input leaves nothing. */
 	if (rc != 0)
 		sbx_die(&e);
-	if (store_open(&store, getenv("SBX_DATA_DIR"), true, &e) != 0)
+	if (store_open(&store, data, true, &e) != 0)
 		sbx_die(&e);
 	store_sweep_incoming(&store);
 	int held = store_package_open(&store, id);
@@ -98,9 +98,7 @@ static void verify(const char *id, int fd, enum verified *how)
 	struct sbx_error e;
 	int pkg = store_package_open(&store, id);
 	if (pkg >= 0 && fd >= 0) {
-		struct stat a, b;
-		bool same = fstat(pkg, &a) == 0 && fstat(fd, &b) == 0 && S_ISDIR(b.st_mode) && a.st_dev == b.st_dev &&
-			    a.st_ino == b.st_ino;
+		bool same = sbx_same_file(pkg, fd);
 		close(pkg);
 		pkg = same ? fd : (errno = 0, -1);
 	}
@@ -152,11 +150,10 @@ int main(int argc, char **argv)
 	int n_rest = argc - optind;
 	if (!cmd)
 		sbx_cli_usage_error("sbx-skills", "expected a command (see --help)");
-	setenv("SBX_DATA_DIR", data, 1);
 	if (!strcmp(cmd, "put")) {
 		if (n_rest > 1)
 			sbx_cli_usage_error("sbx-skills", "put takes one BUNDLE (or - for stdin)");
-		return put(n_rest ? rest[0] : "-");
+		return put(n_rest ? rest[0] : "-", data);
 	}
 	if (fd >= 0 && strcmp(cmd, "verify") != 0)
 		sbx_cli_usage_error("sbx-skills", "--fd goes with verify only");

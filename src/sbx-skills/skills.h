@@ -30,6 +30,9 @@ bool store_id_ok(const char *id);
 /* <store>/<id> as an O_RDONLY directory fd (no symlink at any level), or
  * -1 with errno. */
 int store_package_open(const struct store *s, const char *id);
+/* A package's manifest (a JSON array; regular, at most 1 MiB, read with
+ * no symlink), or NULL. */
+json_t *store_manifest(int pkg);
 /* Removes the temp directories of puts that died (an hour old). */
 void store_sweep_incoming(const struct store *s);
 /* Every held package (id, root, skills, verified by its stamp), by id. */

@@ -80,10 +80,14 @@ static int stamp_read(const struct store *s, const char *id, char want[SBX_SHA25
 	int dir = stamps_dir(s, false);
 	int fd = dir < 0 ? -1 : openat(dir, id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
+	struct sbx_error e;
 	json_t *doc = NULL;
+	char *text = NULL;
+	size_t len;
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022) &&
-	    st.st_size <= STAMP_CAP)
-		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
+	    (text = sbx_read_fd_capped(fd, STAMP_CAP, &len, "stamp", &e)))
+		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
 	if (fd >= 0)
 		close(fd);
 	if (dir >= 0)

@@ -4,6 +4,7 @@
 #include "../lib/atomic_file.h"
 #include "../lib/beneath.h"
 #include "../lib/exitcodes.h"
+#include "../lib/io.h"
 #include "../lib/tree_remove.h"
 
 #include <dirent.h>
@@ -70,22 +71,31 @@ int store_package_open(const struct store *s, const char *id)
 	return sbx_open_beneath(s->fd, id, O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
 }
 
-/* The skills a package's manifest names (id, revision, version), or null. */
-static json_t *manifest_skills(int pkg)
+json_t *store_manifest(int pkg)
 {
 	int fd = sbx_open_beneath(pkg, SKILLS_MANIFEST, O_RDONLY | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
 	struct stat st;
-	json_t *doc = NULL, *out = json_array(), *m;
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= MANIFEST_CAP)
-		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
+	struct sbx_error e;
+	json_t *doc = NULL;
+	char *text = NULL;
+	size_t len;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (text = sbx_read_fd_capped(fd, MANIFEST_CAP, &len, SKILLS_MANIFEST, &e)))
+		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
 	if (fd >= 0)
 		close(fd);
-	if (!json_is_array(doc)) {
-		json_decref(doc);
-		json_decref(out);
-		return json_null();
-	}
+	return json_is_array(doc) ? doc : (json_decref(doc), NULL);
+}
+
+/* The skills a package's manifest names (id, revision, version), or null. */
+static json_t *manifest_skills(int pkg)
+{
+	json_t *doc = store_manifest(pkg), *out, *m;
 	size_t i;
+	if (!doc)
+		return json_null();
+	out = json_array();
 	json_array_foreach(doc, i, m)
 		json_array_append_new(out, json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(m, "id"), "revision",
 						     json_object_get(m, "revision"), "version", json_object_get(m, "version")));

@@ -11,31 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MANIFEST_CAP (1u << 20)
-
-/* The manifest, read below the package fd (regular, capped). */
-static json_t *read_manifest(int pkg)
-{
-	int fd = sbx_open_beneath(pkg, SKILLS_MANIFEST, O_RDONLY | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
-	struct stat st;
-	if (fd < 0)
-		return NULL;
-	json_t *doc = NULL;
-	char *text = NULL;
-	size_t got = 0;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t)st.st_size <= MANIFEST_CAP &&
-	    (text = malloc((size_t)st.st_size))) {
-		ssize_t n;
-		while (got < (size_t)st.st_size && (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
-			got += (size_t)n;
-		if (got == (size_t)st.st_size)
-			doc = json_loadb(text, got, JSON_REJECT_DUPLICATES, NULL);
-	}
-	free(text);
-	close(fd);
-	return json_is_array(doc) ? doc : (json_decref(doc), NULL);
-}
-
 /* One regular file's part of its skill's hash; false on anything else. */
 static bool hash_file(struct sbx_sha256 *h, int dir, const char *path)
 {
@@ -87,7 +62,7 @@ static bool skill_matches(int pkg, const char *id, const char *want)
 bool verify_hashes(int pkg, const char *id)
 {
 	char got[SBX_SHA256_HEX_LEN + 1];
-	json_t *manifest = read_manifest(pkg), *s;
+	json_t *manifest = store_manifest(pkg), *s;
 	bool ok = manifest && json_array_size(manifest) > 0;
 	if (ok) {
 		skills_package_id(manifest, got);
