@@ -129,13 +129,16 @@ json_t *store_list(const struct store *s)
 			if (!grown)
 				break;
 			ids = grown;
-			ids[n++] = strdup(de->d_name);
+			if (!(ids[n] = strdup(de->d_name)))
+				break;
+			n++;
 		}
 	closedir(d);
-	qsort(ids, n, sizeof(*ids), by_id);
+	if (n)
+		qsort(ids, n, sizeof(*ids), by_id);
 	for (size_t i = 0; i < n; i++) {
 		char root[PATH_MAX + 80];
-		int pkg = ids[i] ? store_package_open(s, ids[i]) : -1;
+		int pkg = store_package_open(s, ids[i]);
 		if (pkg >= 0) {
 			snprintf(root, sizeof(root), "%s/%s", s->dir, ids[i]);
 			json_array_append_new(out, json_pack("{s:s,s:s,s:o,s:b}", "id", ids[i], "root", root, "skills",
