@@ -63,8 +63,9 @@ run_job() {
 # The deployment runs sandboxes as an unprivileged user: the sandbox suites
 # run again as sbxtest, from a copy it can read wherever this tree lives
 # (ws too: sbx-httpd may run unprivileged, and sbx-ws then publishes an
-# upload by its fd under protected_hardlinks, without root's reach).
-SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race ws httpd-remote-node httpd-race httpd-hostile"
+# upload by its fd under protected_hardlinks, without root's reach; skills
+# too: a stamp is trusted by its owner, the uid the store runs as).
+SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race ws httpd-remote-node httpd-race httpd-hostile skills httpd-skills"
 stage="$out/stage"
 if [ "$(id -u)" -eq 0 ]; then
     mkdir -p "$stage"

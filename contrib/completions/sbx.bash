@@ -41,4 +41,4 @@ _sbx() {
 }
 
 complete -F _sbx sbx-probe sbx-launch sbx-run sbx-quota sbx-snap sbx-report sbx-egress sbx-egress-bridge \
-    sbx-npu sbx-broker sbx-env sbx-ws sbx-httpd
+    sbx-npu sbx-broker sbx-env sbx-ws sbx-skills sbx-httpd

@@ -39,7 +39,7 @@ const struct sbx_data_area_entry sbx_data_layout[SBX_DATA_AREAS] = {
 	[SBX_DATA_RUNNER_EXECUTIONS] = { "runner-executions", "sbx-httpd", "executions.sqlite, and runs/: sbx-run's state" },
 	[SBX_DATA_VERSIONING] = { "versioning", "sbx-run, sbx-snap", "the snapshot store of workspaces run through sbx-httpd" },
 	[SBX_DATA_RUNNER_UPLOADS] = { "runner-uploads", "sbx-httpd, sbx-ws", "streamed uploads being staged" },
-	[SBX_DATA_SKILL_PACKAGES] = { "skill-packages", "sbx-httpd", "held skill packages" },
+	[SBX_DATA_SKILL_PACKAGES] = { "skill-packages", "sbx-skills", "held skill packages and their verification stamps" },
 	[SBX_DATA_SCIENTIFIC_ENVS] = { "scientific-envs", "sbx-env", "managed environments, the catalog, setup state, locks" },
 	[SBX_DATA_NPU_JOBS] = { "npu-jobs", "sbx-broker", "NPU job records, homes and logs" },
 };

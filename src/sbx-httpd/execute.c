@@ -144,7 +144,9 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	if (ws_turn && !w.gone) {
 		int lease = x.env_id[0] ? environments_lease(x.env_id) : -1;
 		mark_running(w.a, &x);
-		if (runner_start(run, x.fds, x.n_fds, &c, &e) == 0) {
+		if (request_skills_recheck(&x, msg, sizeof(msg)) != 0) {
+			/* msg says why: nothing ran */
+		} else if (runner_start(run, x.fds, x.n_fds, &c, &e) == 0) {
 			runner_wait(&c, gone, &w);
 			ran = true;
 		} else {

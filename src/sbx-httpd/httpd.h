@@ -60,6 +60,7 @@ struct programs {
 	char broker[PATH_MAX];       /* "": not installed */
 	char npu[PATH_MAX];          /* "": not installed */
 	char ws[PATH_MAX];           /* sbx-ws: the remote workspaces */
+	char skills[PATH_MAX];
 };
 
 /* One legacy execution as /status lists it. */
@@ -200,17 +201,15 @@ enum MHD_Result handle_remote(struct req *r, const char *what, const char *id);
 /* One collection of the remote snapshot store (sbx-ws collect) with the
  * configured keep and grace; 0 with its counts, or -1 (a warning logged). */
 int remote_snapshots_collect(long long *manifests, long long *objects, long long *next_due_ms);
-/* skills.c: skill packages. */
+/* skills_call.c: skill packages, sbx-skills' store. */
 enum MHD_Result handle_skills(struct req *r, const char *id);
-/* skills_held.c: the store, outside every workspace root, and its checks. */
-struct sbx_sha256;
-void skills_packages_dir(char *out, size_t size);
-void skills_package_id(const json_t *skills, char id[65]);
-void skills_hash_file(struct sbx_sha256 *h, const char *path, size_t size);
-int skills_write_manifest(int dirfd, const json_t *skills);
-/* The package at root (<store>/<id>) verified against its id: its fd
- * (O_RDONLY directory), -1 when not held, -2 when it fails the check. */
-int skills_held_open(const char *root);
+/* The package at root (<data>/skill-packages/<id>) as an O_RDONLY
+ * directory fd that sbx-skills verified against its id (the id into id);
+ * -1 when not held, -2 when it fails its integrity check. */
+int skills_open_held(const char *root, char id[65]);
+/* sbx-skills verify on an fd skills_open_held gave: 0, -1 not held, -2
+ * failed its integrity check. */
+int skills_verify_fd(int pkg, const char *id);
 
 /* npu.c: sbx-broker and sbx-npu behind the NPU endpoints. */
 void npu_start(void);

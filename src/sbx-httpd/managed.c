@@ -194,10 +194,12 @@ static void *worker(void *arg)
 		int lease = m->x.env_id[0] ? environments_lease(m->x.env_id) : -1;
 		m->read_buf = malloc(TAIL_READ + 4);
 		sbx_iso_time(sbx_wall_ms(), m->x.started_at); /* the record's startedAt and the result's */
-		if (runner_start(m->run, m->x.fds, m->x.n_fds, &c, &e) != 0) {
+		char why[256];
+		bool held = request_skills_recheck(&m->x, why, sizeof(why)) == 0;
+		if (!held || runner_start(m->run, m->x.fds, m->x.n_fds, &c, &e) != 0) {
 			char now[32];
 			sbx_iso_time(sbx_wall_ms(), now);
-			store_update(m->x.id, "failed", NULL, now, NULL, e.message, NULL, false);
+			store_update(m->x.id, "failed", NULL, now, NULL, held ? e.message : why, NULL, false);
 		} else {
 			store_update(m->x.id, "running", m->x.started_at, NULL, NULL, NULL, NULL, false);
 			m->child = &c;

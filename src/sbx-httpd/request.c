@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define SKILLS_TAMPERED "skillPackagesRoot failed its integrity check; upload the package again"
+#define SKILLS_NOT_HELD "skillPackagesRoot must be a skill package held by this runner"
+
 static int fail(char *msg, size_t size, const char *fmt, const char *a)
 {
 	snprintf(msg, size, fmt, a);
@@ -129,8 +132,8 @@ static int limit(json_t *doc, const char *key, long long dflt, long long *out, c
 	return 0;
 }
 
-/* skillPackagesRoot: a package this runner holds (verified against its
- * id before it is served), read-only at /skills; the workspace's
+/* skillPackagesRoot: a package this runner holds (sbx-skills verified
+ * it against its id, on the fd sbx-run binds), read-only at /skills; the workspace's
  * .sciencediscovery/skill-extensions (made below the workspace fd without
  * following a symlink) writable at /skill-extensions. */
 static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
@@ -142,10 +145,10 @@ static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg,
 	char ref[32];
 	if (blank(root))
 		return 0;
-	int pkg = skills_held_open(root);
+	char id[65];
+	int pkg = skills_open_held(root, id);
 	if (pkg < 0)
-		return fail(msg, msize, "%s", pkg == -2 ? "skillPackagesRoot failed its integrity check; upload the package again"
-							: "skillPackagesRoot must be a skill package held by this runner");
+		return fail(msg, msize, "%s", pkg == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
 	const char *leaf;
 	int parent = sbx_beneath_parent(x->fds[0], ".sciencediscovery/skill-extensions/x", true, &leaf);
 	if (parent < 0) {
@@ -153,9 +156,17 @@ static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg,
 		return fail(msg, msize, "%s", "Remote workspace path must not contain symbolic links");
 	}
 	close(parent);
+	memcpy(x->skill_package, id, sizeof(x->skill_package));
+	x->skill_slot = x->n_fds;
 	json_object_set_new(run, "skills", json_pack("{s:s,s:s}", "root", hand_on(x, pkg, ref, sizeof(ref)), "extensions",
 						     ".sciencediscovery/skill-extensions"));
 	return 0;
+}
+
+int request_skills_recheck(const struct api_exec *x, char *msg, size_t msize)
+{
+	int rc = x->skill_package[0] ? skills_verify_fd(x->fds[x->skill_slot], x->skill_package) : 0;
+	return rc == 0 ? 0 : fail(msg, msize, "%s", rc == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
 }
 
 /* npuDevices (host indices): sbx-run re-probes them right before the

@@ -18,6 +18,10 @@ int request_build(json_t *doc, bool shell, const char *workspace, int ws_fd, str
  * runner-owned ("."-prefixed) child of a root: its fd (name in shown), or
  * -1 with the upstream-style message in msg. */
 int request_open_workspace(const char *path, char *shown, size_t size, char *msg, size_t msize);
+/* The skill package x mounts verified again (sbx-skills verify on its fd:
+ * its stamp, normally) right before sbx-run starts: a package changed
+ * while the execution waited in line is caught. 0, or -1 and msg. */
+int request_skills_recheck(const struct api_exec *x, char *msg, size_t msize);
 /* Closes the directory fds x holds. */
 void api_exec_close(struct api_exec *x);
 

@@ -71,6 +71,8 @@ struct api_exec {
 	unsigned long long ws_dev, ws_ino; /* the workspace itself, whatever names it */
 	int fds[4];                  /* the workspace, an environment prefix, its read-only parent, a skill package */
 	size_t n_fds;
+	char skill_package[65];      /* the package fds[skill_slot] holds, "" none */
+	size_t skill_slot;
 	char env_revision[256];
 	char env_id[64];             /* the environment whose prefix is mounted, "" none */
 	const char *network_policy;  /* "none" | "domain-allowlist" */

@@ -218,7 +218,7 @@ enum MHD_Result route(struct req *r)
 	ROUTE_ID(post, "/environments/", "/uninstall", handle_environments(r, id, "uninstall"));
 	ROUTE_ID(get, "/environment-revisions/", "/snapshot", handle_environments(r, id, "snapshot"));
 
-	/* Remote workspaces and skill packages (remote.c, snapshots.c, skills.c). */
+	/* Remote workspaces and skill packages (remote.c, snapshots.c, skills_call.c). */
 	if (is(r, "GET", "/remote-workspace/files"))
 		return handle_remote(r, "list", NULL);
 	if (is(r, "POST", "/remote-workspace/files"))
