@@ -1,7 +1,12 @@
 /* auth.c — runner-api 3 on a request: the bearer token and the execution
  * signature (auth_checks.c has the checks). */
-#include "httpd.h"
+#include "auth.h"
+#include "config.h"
+#include "reply.h"
+#include "../lib/clock.h"
 #include "auth_checks.h"
+
+#include <stdbool.h>
 
 bool auth_bearer(const struct config *c, struct req *r)
 {

@@ -3,6 +3,7 @@
 #include "auth_checks.h"
 #include "../lib/hash.h"
 
+#include <stdbool.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

@@ -3,10 +3,17 @@
  * sbx-ws collect child), in bounded steps off every request's path; woken when
  * an execution finishes or a snapshot is made, and by its own timer. */
 #include "collect.h"
-#include "httpd.h"
+#include "server.h"
+#include "config.h"
+#include "ws_call.h"
+#include "../lib/diag.h"
+#include "../lib/clock.h"
 #include "store.h"
 #include "../lib/diag.h"
 
+#include <pthread.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -66,6 +73,28 @@ static long long executions_pass(void)
 	pthread_mutex_unlock(&lock);
 	bool over = c->exec_log_max_bytes && finished > c->exec_log_max_bytes;
 	return sbx_mono_ms() + (over ? PERIOD_MIN_MS : period_ms());
+}
+
+/* One collection of the remote snapshot store (sbx-ws collect) with the
+ * configured keep and grace; 0 with its counts, or -1 (a warning logged). */
+static int remote_snapshots_collect(long long *manifests, long long *objects, long long *next_due_ms)
+{
+	char keep[32], grace[32];
+	snprintf(keep, sizeof(keep), "%lld", g_server.cfg.snapshot_keep);
+	snprintf(grace, sizeof(grace), "%lld", g_server.cfg.snapshot_grace_s);
+	struct ws_call c = { .opts = { "collect", "--keep", keep, "--grace-s", grace }, .fd = -1 };
+	struct sbx_error e;
+	json_t *out = ws_call_run(&c, &e);
+	*manifests = *objects = *next_due_ms = 0;
+	if (!out) {
+		sbx_diag("warning", "snapshot-collection", NULL, "%s", e.message);
+		return -1;
+	}
+	*manifests = json_integer_value(json_object_get(out, "manifests"));
+	*objects = json_integer_value(json_object_get(out, "objects"));
+	*next_due_ms = json_integer_value(json_object_get(out, "nextDueMs"));
+	json_decref(out);
+	return 0;
 }
 
 /* Returns when the next pass is due on the monotonic clock (LLONG_MAX:

@@ -1,12 +1,14 @@
 /* config.c — runner-api 1.2: every variable trimmed, empty means the
  * default, an invalid value stops startup naming the variable. */
-#include "httpd.h"
+#include "config.h"
 #include "../lib/child_env.h"
 #include "../lib/diag.h"
 #include "../lib/error.h"
 #include "../lib/exitcodes.h"
 #include "../lib/quota.h"
 
+#include <limits.h>
+#include <stdbool.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

@@ -2,9 +2,20 @@
  * and body; a request that may wait (an execution, a stage) is answered on
  * its own thread while its connection is suspended. Caps on connections,
  * requests in flight, body pace and dropped bytes bound what clients cost. */
-#include "httpd.h"
+#include "connections.h"
+#include "server.h"
+#include "reply.h"
+#include "body.h"
+#include "upload.h"
+#include "auth.h"
+#include "head_deadline.h"
+#include "route.h"
+#include "../lib/clock.h"
 #include "runner.h"
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

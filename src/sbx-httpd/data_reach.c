@@ -1,9 +1,11 @@
 /* data_reach.c — what cannot work is said at startup: NPU broker jobs run on
  * the host as a workspace's uid (in the sandbox group) and reach it by its
  * path, so every directory above the data dir must let that uid search it. */
-#include "httpd.h"
+#include "data_reach.h"
 #include "../lib/diag.h"
 
+#include <stdbool.h>
+#include <sys/types.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,13 @@
 /* environments.c — the environment endpoints (runner-api 4 rows 8-16,
  * 5.4) as sbx-env children: sbx-httpd maps their JSON and errors onto the
  * API; /health reads the setup state sbx-env keeps, spawning nothing. */
-#include "httpd.h"
-#include "request.h"
+#include "environments.h"
+#include "server.h"
+#include "reply.h"
+#include "body.h"
+#include "workspace.h"
+#include "../lib/diag.h"
+#include "../lib/exitcodes.h"
 #include "../lib/datadir.h"
 #include "../lib/env_lease.h"
 #include "../lib/json.h"
@@ -10,6 +15,10 @@
 #include "../lib/stage_call.h"
 #include "../lib/strvec.h"
 
+#include <limits.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +30,8 @@
 #define ENV_OUTPUT_CAP (32u << 20)
 
 /* Runs sbx-env (dir_fd >= 0 becomes its fd 3); 0 with its stdout, or -1
- * with its error message. */
-static int run_env_fd(const char *const *args, int dir_fd, char **out, size_t *len, char *msg, size_t size)
+ * with its diagnostic in e. */
+static int run_env_fd(const char *const *args, int dir_fd, char **out, size_t *len, struct sbx_error *e)
 {
 	struct sbx_strvec argv;
 	sbx_strvec_init(&argv);
@@ -31,30 +40,28 @@ static int run_env_fd(const char *const *args, int dir_fd, char **out, size_t *l
 		sbx_strvec_push(&argv, args[i]);
 	if (argv.failed) {
 		sbx_strvec_free(&argv);
-		snprintf(msg, size, "out of memory");
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "out of memory");
 		return -1;
 	}
 	struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
 			       .extra_fds = &dir_fd, .n_extra = dir_fd >= 0 ? 1 : 0 };
-	struct sbx_error e;
-	int rc = sbx_stage_call_bytes(&s, 0, ENV_OUTPUT_CAP, out, len, &e);
+	int rc = sbx_stage_call_bytes(&s, 0, ENV_OUTPUT_CAP, out, len, e);
 	sbx_strvec_free(&argv);
-	if (rc != 0)
-		snprintf(msg, size, "%s", e.message);
 	return rc;
 }
 
-static int run_env(const char *const *args, char **out, size_t *len, char *msg, size_t size)
+static int run_env(const char *const *args, char **out, size_t *len, struct sbx_error *e)
 {
-	return run_env_fd(args, -1, out, len, msg, size);
+	return run_env_fd(args, -1, out, len, e);
 }
 
 static enum MHD_Result env_json_fd(struct req *r, unsigned status, const char *const *args, int dir_fd)
 {
-	char *out = NULL, msg[1024];
+	char *out = NULL;
 	size_t len;
-	if (run_env_fd(args, dir_fd, &out, &len, msg, sizeof(msg)) != 0)
-		return reply_error(r, 400, "%s", msg);
+	struct sbx_error e;
+	if (run_env_fd(args, dir_fd, &out, &len, &e) != 0)
+		return reply_error(r, 400, "%s", e.message);
 	json_t *v = json_loadb(out, len, 0, NULL);
 	free(out);
 	/* A revision's command (host paths, argv) stays in sbx-env's records. */
@@ -69,11 +76,12 @@ static enum MHD_Result env_json(struct req *r, unsigned status, const char *cons
 /* Starts setup in the background (sbx-env setup returns once it runs). */
 void environments_start_setup(void)
 {
-	char *out = NULL, msg[512];
+	char *out = NULL;
+	struct sbx_error e;
 	size_t len;
 	const char *args[] = { "setup", NULL };
-	if (run_env(args, &out, &len, msg, sizeof(msg)) != 0)
-		fprintf(stderr, "{\"level\":\"warning\",\"code\":\"env-setup\",\"message\":\"%s\",\"program\":\"sbx-httpd\"}\n", msg);
+	if (run_env(args, &out, &len, &e) != 0)
+		sbx_diag("warning", "env-setup", NULL, "%s", e.message);
 	free(out);
 }
 
@@ -111,12 +119,12 @@ json_t *environments_capability(void)
 
 /* The prefix an execution mounts for a revision (or the language's starter). */
 int environments_resolve(const char *selector, const char *id, const char *language, char *prefix, size_t size,
-			 char *revision, size_t rsize, char *env_id, size_t esize, char *msg, size_t msize)
+			 char *revision, size_t rsize, char *env_id, size_t esize, struct sbx_error *e)
 {
 	char *out = NULL;
 	size_t len;
 	const char *args[] = { "resolve", "--language", language, id ? selector : NULL, id, NULL };
-	if (run_env(args, &out, &len, msg, msize) != 0)
+	if (run_env(args, &out, &len, e) != 0)
 		return -1;
 	json_t *v = json_loadb(out, len, 0, NULL);
 	free(out);
@@ -125,7 +133,7 @@ int environments_resolve(const char *selector, const char *id, const char *langu
 	snprintf(env_id, esize, "%s", sbx_json_string_or(v, "environmentId", ""));
 	json_decref(v);
 	if (!*prefix)
-		snprintf(msg, msize, "sbx-env resolve answered no prefix");
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "bad-answer", "sbx-env resolve answered no prefix");
 	return *prefix ? 0 : -1;
 }
 
@@ -133,44 +141,32 @@ int environments_resolve(const char *selector, const char *id, const char *langu
 #define ENV_MAX_CHANNELS 16
 
 /* The workspace an install reads local wheels from: runnerWorkspaceKey
- * (<data>/remote-workspaces/<key>) wins over workspaceRoot; -1 when the
- * request names neither (*msg empty) or names one that cannot be opened. */
-static int install_workspace(const json_t *doc, char *msg, size_t msize)
+ * (<data>/remote-workspaces/<key>) wins over workspaceRoot; -1 with e
+ * cleared when the request names neither, set when one cannot be opened. */
+static int install_workspace(const json_t *doc, struct sbx_error *e)
 {
-	*msg = '\0';
-	const json_t *key = json_object_get(doc, "runnerWorkspaceKey");
-	if (key && !json_is_null(key)) {
-		char clean[SBX_REMOTE_KEY_MAX + 1];
-		if (!sbx_remote_key(json_string_value(key), clean, sizeof(clean))) {
-			snprintf(msg, msize, "Invalid remote workspace key");
-			return -1;
-		}
-		int fd = sbx_remote_workspace_open(g_server.cfg.data_dir, clean, false);
-		if (fd < 0)
-			snprintf(msg, msize, "%s", errno == ELOOP ? "Remote workspace path must not contain symbolic links"
-								  : "Remote workspace does not exist");
-		return fd;
-	}
-	const char *ws = json_string_value(json_object_get(doc, "workspaceRoot"));
-	if (!ws)
-		return -1;
 	char shown[PATH_MAX];
-	return request_open_workspace(ws, shown, sizeof(shown), msg, msize);
+	sbx_error_clear(e);
+	const json_t *key = json_object_get(doc, "runnerWorkspaceKey");
+	if (key && !json_is_null(key))
+		return workspace_open_key(json_string_value(key), false, shown, sizeof(shown), e);
+	const char *ws = json_string_value(json_object_get(doc, "workspaceRoot"));
+	return ws ? workspace_open_root(ws, shown, sizeof(shown), e) : -1;
 }
 
-/* A JSON array of at most cap strings (absent: none); else msg names the field. */
-static bool string_list(const json_t *v, const char *field, size_t min, size_t cap, char *msg, size_t msize)
+/* A JSON array of at most cap strings (absent: none); else e names the field. */
+static bool string_list(const json_t *v, const char *field, size_t min, size_t cap, struct sbx_error *e)
 {
 	if (!v && min == 0)
 		return true;
 	if (!json_is_array(v) || json_array_size(v) < min || json_array_size(v) > cap) {
-		snprintf(msg, msize, "%s must be an array of %zu to %zu strings", field, min, cap);
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s must be an array of %zu to %zu strings", field, min, cap);
 		return false;
 	}
 	size_t i;
 	json_t *item;
 	json_array_foreach(v, i, item) if (!json_is_string(item) || !*json_string_value(item)) {
-		snprintf(msg, msize, "%s[%zu] must be a non-empty string", field, i);
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s[%zu] must be a non-empty string", field, i);
 		return false;
 	}
 	return true;
@@ -182,16 +178,16 @@ static enum MHD_Result install_or_uninstall(struct req *r, const json_t *doc, co
 {
 	bool install = !strcmp(action, "install");
 	const json_t *channels = json_object_get(doc, "channels"), *packages = json_object_get(doc, "packages");
-	char msg[1024];
+	struct sbx_error e;
 	if (!json_is_array(packages) || !json_array_size(packages) || json_array_size(packages) > ENV_MAX_PACKAGES)
 		return reply_error(r, 400, "At least one package is required (at most %d at a time)", ENV_MAX_PACKAGES);
-	if (!string_list(packages, "packages", 1, ENV_MAX_PACKAGES, msg, sizeof(msg)))
-		return reply_error(r, 400, "%s", msg);
-	if (install && !string_list(channels, "channels", 0, ENV_MAX_CHANNELS, msg, sizeof(msg)))
-		return reply_error(r, 400, "%s", msg);
+	if (!string_list(packages, "packages", 1, ENV_MAX_PACKAGES, &e))
+		return reply_error(r, 400, "%s", e.message);
+	if (install && !string_list(channels, "channels", 0, ENV_MAX_CHANNELS, &e))
+		return reply_error(r, 400, "%s", e.message);
 	int ws_fd = -1;
-	if (install && (ws_fd = install_workspace(doc, msg, sizeof(msg))) < 0 && *msg)
-		return reply_error(r, 400, "%s", msg);
+	if (install && (ws_fd = install_workspace(doc, &e)) < 0 && e.message[0])
+		return reply_error(r, 400, "%s", e.message);
 	struct sbx_strvec args;
 	sbx_strvec_init(&args);
 	sbx_strvec_push(&args, action);
@@ -240,11 +236,12 @@ enum MHD_Result handle_environments(struct req *r, const char *id, const char *a
 		return env_json(r, 200, args);
 	}
 	if (!strcmp(action, "snapshot")) {
-		char *out = NULL, msg[1024];
+		char *out = NULL;
 		size_t len;
+		struct sbx_error e;
 		const char *args[] = { "snapshot", "--", id, NULL };
-		if (run_env(args, &out, &len, msg, sizeof(msg)) != 0)
-			return reply_error(r, 400, "%s", msg);
+		if (run_env(args, &out, &len, &e) != 0)
+			return reply_error(r, 400, "%s", e.message);
 		struct MHD_Response *resp = MHD_create_response_from_buffer(len, out, MHD_RESPMEM_MUST_FREE);
 		if (!resp) {
 			free(out);

@@ -2,11 +2,23 @@
  * JSON, kernelMode, workspace, the 60 s executionId window, then the
  * (session, agent) FIFO and the workspace's, then one sbx-run. A client
  * that goes away takes its execution with it. */
-#include "httpd.h"
+#include "server.h"
+#include "reply.h"
+#include "body.h"
+#include "environments.h"
+#include "handlers.h"
+#include "../lib/clock.h"
 #include "gate.h"
 #include "request.h"
+#include "sequence.h"
+#include "../lib/exitcodes.h"
 #include "result_stream.h"
 
+#include <pthread.h>
+#include <limits.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,20 +77,30 @@ static void untrack(struct active *a)
 struct watch {
 	struct req *r;
 	struct active *a;
+	const struct api_exec *x;
 	bool gone;
 };
 
 /* Out of the queue is running, as upstream says: /status shows it from
- * now, and the result's startedAt is this same instant. */
-static void mark_running(struct active *a, struct api_exec *x)
+ * now, and the result's startedAt (x->started_at) is this same instant. */
+static void mark_running(void *arg)
 {
-	sbx_iso_time(sbx_wall_ms(), x->started_at);
-	if (!a)
+	struct watch *w = arg;
+	if (!w->a)
 		return;
 	pthread_mutex_lock(&g_server.lock);
-	a->running = true;
-	memcpy(a->started_at, x->started_at, sizeof(a->started_at));
+	w->a->running = true;
+	memcpy(w->a->started_at, w->x->started_at, sizeof(w->a->started_at));
 	pthread_mutex_unlock(&g_server.lock);
+}
+
+/* The legacy rule: an id seen within 60 s is 409. */
+static unsigned fresh_id(const char *id, struct sbx_error *e)
+{
+	if (!id || !*id || claim_id(id))
+		return 0;
+	sbx_error_set(e, SBX_EXIT_USAGE, "replayed", "Execution ID has already been used");
+	return 409;
 }
 
 static bool gone(void *arg)
@@ -109,51 +131,30 @@ static enum MHD_Result answer(struct req *r, const struct api_exec *x, struct ch
 enum MHD_Result handle_execute(struct req *r, bool shell)
 {
 	enum MHD_Result sent;
-	char workspace[PATH_MAX], msg[1024], key[PATH_MAX + 600];
+	char key[PATH_MAX + 600];
 	struct api_exec x;
+	struct sbx_error e;
 	json_t *run = NULL;
 
 	json_t *doc = signed_body(r, "Invalid or expired execution signature", &sent);
 	if (!doc)
 		return sent;
-	int ws_fd = request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg));
-	if (ws_fd < 0) {
-		json_decref(doc);
-		return reply_error(r, 400, "%s", msg);
-	}
-	const char *id = json_string_value(json_object_get(doc, "executionId"));
-	if (id && *id && !claim_id(id)) {
-		close(ws_fd);
-		json_decref(doc);
-		return reply_error(r, 409, "Execution ID has already been used");
-	}
-	int rc = request_build(doc, shell, workspace, ws_fd, &x, &run, msg, sizeof(msg));
+	unsigned refused = sequence_accept(doc, shell, fresh_id, &x, &run, &e);
 	json_decref(doc);
-	if (rc != 0)
-		return reply_error(r, 400, "%s", msg);
+	if (refused)
+		return reply_error(r, refused, "%s", e.message);
 
-	struct watch w = { .r = r, .a = track(&x) };
+	struct watch w = { .r = r, .a = track(&x), .x = &x };
 	snprintf(key, sizeof(key), "agent:%s\n%s", x.session, x.agent);
 	struct waiter *agent_turn = gate_enter(key, gone, &w), *ws_turn = NULL;
 	snprintf(key, sizeof(key), "ws:%llu:%llu", x.ws_dev, x.ws_ino);
 	if (agent_turn && !w.gone)
 		ws_turn = gate_enter(key, gone, &w);
 	struct child c;
-	struct sbx_error e;
 	bool ran = false;
 	if (ws_turn && !w.gone) {
-		int lease = x.env_id[0] ? environments_lease(x.env_id) : -1;
-		mark_running(w.a, &x);
-		if (request_skills_recheck(&x, msg, sizeof(msg)) != 0) {
-			/* msg says why: nothing ran */
-		} else if (runner_start(run, x.fds, x.n_fds, &c, &e) == 0) {
-			runner_wait(&c, gone, &w);
-			ran = true;
-		} else {
-			snprintf(msg, sizeof(msg), "%s", e.message);
-		}
-		if (lease >= 0)
-			close(lease);
+		struct sequence_hooks h = { .tick = gone, .turn = mark_running, .arg = &w };
+		ran = sequence_run(&x, run, &c, &h, &e) == 0;
 	}
 	gate_leave(ws_turn);
 	gate_leave(agent_turn);
@@ -168,7 +169,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 		return MHD_NO; /* nobody to answer: the connection is closed */
 	}
 	if (!ran)
-		return reply_error(r, 400, "%s", msg);
+		return reply_error(r, 400, "%s", e.message);
 	enum MHD_Result out = answer(r, &x, &c);
 	snprintf(r->run_done, sizeof(r->run_done), "%s", c.internal_id); /* after the answer */
 	r->run_done_pid = c.pid;

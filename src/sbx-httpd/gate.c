@@ -5,6 +5,8 @@
 #include "gate.h"
 #include "../lib/clock.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

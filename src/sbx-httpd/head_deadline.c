@@ -2,10 +2,15 @@
  * CONNECTION_IDLE_S: libmicrohttpd only times out silence, so a client
  * trickling a header byte now and then would hold its slot for ever. A
  * watchdog shuts such a socket down; the poll thread then closes it. */
-#include "httpd.h"
+#include "head_deadline.h"
+#include "connections.h"
+#include "../lib/clock.h"
 
 #include "../lib/diag.h"
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>

@@ -2,7 +2,15 @@
  * file or process per request), /status, /resources, the kernel routes
  * (persistent kernels are rejected, so there are none), and the answers of
  * features this build does not have. */
-#include "httpd.h"
+#include "info.h"
+#include "server.h"
+#include "config.h"
+#include "reply.h"
+#include "body.h"
+#include "environments.h"
+#include "connections.h"
+#include "npu.h"
+#include "../lib/clock.h"
 #include "collect.h"
 #include "../lib/cgroup_limits.h"
 #include "../lib/diag.h"
@@ -12,6 +20,11 @@
 #include "../lib/workspace_uid.h"
 #include "../lib/datadir.h"
 
+#include <pthread.h>
+#include <limits.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>

@@ -4,6 +4,7 @@
 #include "json_escape.h"
 #include "../lib/json.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static size_t escape_byte(unsigned char c, char *out)

@@ -2,7 +2,14 @@
  * Unix socket. Startup: configuration, data dir, the probe (bwrap must run
  * and have the required options), the execution store; then it serves.
  * Every execution is an sbx-run child; no sandbox logic lives here. */
-#include "httpd.h"
+#include "server.h"
+#include "config.h"
+#include "environments.h"
+#include "connections.h"
+#include "head_deadline.h"
+#include "info.h"
+#include "npu.h"
+#include "data_reach.h"
 #include "../lib/program_path.h"
 #include "collect.h"
 #include "runner.h"
@@ -17,6 +24,11 @@
 #include "../lib/tree_remove.h"
 #include "../lib/datadir.h"
 
+#include <pthread.h>
+#include <limits.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>

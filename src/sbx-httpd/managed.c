@@ -2,13 +2,25 @@
  * runner, recorded in SQLite, FIFO per canonical workspace, output stored
  * as it arrives in chunks of at most 4096 characters cut at UTF-8
  * boundaries, cancelled on request, never replayed after a restart. */
-#include "httpd.h"
+#include "server.h"
+#include "reply.h"
+#include "body.h"
+#include "environments.h"
+#include "handlers.h"
+#include "../lib/clock.h"
 #include "collect.h"
 #include "gate.h"
 #include "request.h"
+#include "sequence.h"
+#include "../lib/exitcodes.h"
 #include "store.h"
 #include "../lib/json.h"
 
+#include <pthread.h>
+#include <limits.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +191,14 @@ static void finish(struct managed_run *m, struct child *c)
 	collect_kick(COLLECT_EXECUTIONS); /* its bytes may put the store past its cap */
 }
 
+/* sbx-run runs: the record says so, and its output files are tailed. */
+static void running(void *arg, struct child *c)
+{
+	struct managed_run *m = arg;
+	store_update(m->x.id, "running", m->x.started_at, NULL, NULL, NULL, NULL, false);
+	m->child = c;
+}
+
 static void *worker(void *arg)
 {
 	struct managed_run *m = arg;
@@ -191,19 +211,13 @@ static void *worker(void *arg)
 	} else {
 		struct child c;
 		struct sbx_error e;
-		int lease = m->x.env_id[0] ? environments_lease(m->x.env_id) : -1;
 		m->read_buf = malloc(TAIL_READ + 4);
-		sbx_iso_time(sbx_wall_ms(), m->x.started_at); /* the record's startedAt and the result's */
-		char why[256];
-		bool held = request_skills_recheck(&m->x, why, sizeof(why)) == 0;
-		if (!held || runner_start(m->run, m->x.fds, m->x.n_fds, &c, &e) != 0) {
+		struct sequence_hooks h = { .tick = tick, .started = running, .arg = m };
+		if (sequence_run(&m->x, m->run, &c, &h, &e) != 0) {
 			char now[32];
 			sbx_iso_time(sbx_wall_ms(), now);
-			store_update(m->x.id, "failed", NULL, now, NULL, held ? e.message : why, NULL, false);
+			store_update(m->x.id, "failed", NULL, now, NULL, e.message, NULL, false);
 		} else {
-			store_update(m->x.id, "running", m->x.started_at, NULL, NULL, NULL, NULL, false);
-			m->child = &c;
-			runner_wait(&c, tick, m);
 			tick(m);
 			tail_flush(m, &m->tails[0]);
 			tail_flush(m, &m->tails[1]);
@@ -212,8 +226,6 @@ static void *worker(void *arg)
 			runner_forget(&c); /* its logs and result are in SQLite now */
 			runner_free(&c);
 		}
-		if (lease >= 0)
-			close(lease);
 	}
 	gate_leave(turn);
 	unregister(m);
@@ -227,34 +239,34 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static bool valid_id(const char *id)
+/* The managed rule: an id of the grammar (a replay is the store's 400). */
+static unsigned valid_id(const char *id, struct sbx_error *e)
 {
 	size_t n = id ? strlen(id) : 0;
-	return n >= 1 && n <= 160 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:.-") == n;
+	if (n >= 1 && n <= 160 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:.-") == n)
+		return 0;
+	sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "Invalid Execution ID");
+	return 400;
 }
 
 enum MHD_Result handle_managed_start(struct req *r)
 {
 	enum MHD_Result sent;
-	char workspace[PATH_MAX], msg[1024], now[32];
+	char now[32];
 	json_t *doc = signed_body(r, "Invalid or expired execution signature", &sent);
 	if (!doc)
 		return sent;
 	struct managed_run *m = calloc(1, sizeof(*m));
+	struct sbx_error e;
 	/* Owned by the runner: no client deadline ever kills it. */
 	json_object_set_new(doc, "executionTimeoutMs", json_integer(0));
-	int ws_fd = !m ? -1 : request_workspace(doc, workspace, sizeof(workspace), msg, sizeof(msg)), rc = ws_fd < 0 ? -1 : 0;
-	if (rc == 0 && !valid_id(json_string_value(json_object_get(doc, "executionId")))) {
-		snprintf(msg, sizeof(msg), "Invalid Execution ID");
-		close(ws_fd);
-		rc = -1;
-	}
-	if (rc == 0)
-		rc = request_build(doc, true, workspace, ws_fd, &m->x, &m->run, msg, sizeof(msg));
+	if (!m)
+		sbx_error_set(&e, SBX_EXIT_INTERNAL, "out-of-memory", "out of memory");
+	unsigned refused = m ? sequence_accept(doc, true, valid_id, &m->x, &m->run, &e) : 400;
 	json_decref(doc);
-	if (rc != 0) {
+	if (refused) {
 		free(m);
-		return reply_error(r, 400, "%s", m ? msg : "out of memory");
+		return reply_error(r, refused, "%s", e.message);
 	}
 	/* Queued means in line: the workspace's FIFO order is queuedAt's. */
 	char key[PATH_MAX + 8];

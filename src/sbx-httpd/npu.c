@@ -2,13 +2,23 @@
  * sbx-broker and sbx-npu children, with the upstream's deliberately
  * uneven status codes; the broker's capability is read once at startup,
  * and jobs run in an sbx-broker drainer that dies with sbx-httpd. */
-#include "httpd.h"
+#include "npu.h"
+#include "server.h"
+#include "reply.h"
+#include "body.h"
+#include "auth.h"
+#include "../lib/clock.h"
 #include "../lib/program_path.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
 #include "../lib/stage_call.h"
 
+#include <pthread.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

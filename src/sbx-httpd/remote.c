@@ -4,13 +4,22 @@
  * the key's fd. A file read comes back as an open fd over a socket
  * (SCM_RIGHTS) and is sent with sendfile: no byte of it passes through a
  * pipe or a buffer here. An upload's staged file goes to the stage as an fd. */
-#include "httpd.h"
+#include "remote.h"
+#include "server.h"
+#include "reply.h"
+#include "body.h"
+#include "upload.h"
+#include "../lib/hash.h"
 #include "collect.h"
+#include "ws_call.h"
 #include "../lib/fd_pass.h"
 #include "../lib/remote_path.h"
 #include "../lib/stage_call.h"
 #include "../lib/strvec.h"
 
+#include <jansson.h>
+#include <stdbool.h>
+#include <microhttpd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,47 +30,7 @@
 #include <unistd.h>
 
 #define PATHS_MAX 50
-#define ANSWER_CAP (256u << 20) /* a listing or a snapshot's JSON */
 #define RAW_PATH_MAX 65536      /* longer can never trim to a valid path */
-
-struct ws_call {
-	const char *opts[8];         /* options before "--" */
-	const char *key;
-	const char *const *paths;    /* after the key */
-	size_t n_paths;
-	int fd;                      /* becomes the stage's fd 3 (-1: none) */
-};
-
-/* Runs sbx-ws; its JSON, or NULL with e. */
-static json_t *ws_run(const struct ws_call *c, struct sbx_error *e)
-{
-	struct sbx_strvec argv;
-	char max[32];
-	sbx_strvec_init(&argv);
-	sbx_strvec_push(&argv, g_server.prog.ws);
-	sbx_strvec_push(&argv, "--data-dir");
-	sbx_strvec_push(&argv, g_server.cfg.data_dir);
-	snprintf(max, sizeof(max), "%lld", g_server.cfg.max_workspace_bytes);
-	sbx_strvec_push(&argv, "--max-bytes");
-	sbx_strvec_push(&argv, max);
-	for (int i = 0; c->opts[i]; i++)
-		sbx_strvec_push(&argv, c->opts[i]);
-	sbx_strvec_push(&argv, "--");
-	if (c->key)
-		sbx_strvec_push(&argv, c->key);
-	for (size_t i = 0; i < c->n_paths; i++)
-		sbx_strvec_push(&argv, c->paths[i]);
-	json_t *out = NULL;
-	if (argv.failed) {
-		sbx_error_set(e, 5, "internal", "out of memory");
-	} else {
-		struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
-				       .extra_fds = &c->fd, .n_extra = c->fd >= 0 ? 1 : 0 };
-		out = sbx_stage_call(&s, 0, ANSWER_CAP, e);
-	}
-	sbx_strvec_free(&argv);
-	return out;
-}
 
 /* The stage's refusal as the API has it: 409 for a path that changed while
  * it was opened and a plain upload's collision, 400 for the rest. */
@@ -123,23 +92,13 @@ static enum MHD_Result selection_call(struct req *r, const char *cmd, const char
 	bool only = paths && !json_is_null(paths);
 	struct ws_call c = { .opts = { cmd, only ? "--only" : NULL }, .key = key, .paths = list, .n_paths = n, .fd = -1 };
 	struct sbx_error e;
-	json_t *out = ws_run(&c, &e);
+	json_t *out = ws_call_run(&c, &e);
 	free(clean);
 	if (!out)
 		return reply_stage_error(r, &e, false);
 	if (!strcmp(cmd, "snapshot"))
 		collect_kick(COLLECT_SNAPSHOTS); /* the key may now hold more than it keeps */
 	return reply_json(r, status, out);
-}
-
-enum MHD_Result reply_file(struct req *r, int fd, off_t size)
-{
-	struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)size, fd);
-	if (!resp) {
-		close(fd);
-		return MHD_NO;
-	}
-	return reply_response(r, 200, resp, "application/octet-stream");
 }
 
 /* cat or snapshot-cat: the stage opens the file and hands its fd over. */
@@ -152,7 +111,7 @@ static enum MHD_Result serve_call(struct req *r, const char *cmd, const char *ke
 	struct ws_call c = { .opts = { cmd, "--fd-socket", "3" }, .key = key, .paths = operands, .n_paths = id ? 2 : 1,
 			     .fd = sv[1] };
 	struct sbx_error e;
-	json_t *out = ws_run(&c, &e);
+	json_t *out = ws_call_run(&c, &e);
 	close(sv[1]);
 	int fd = out ? sbx_fd_recv(sv[0]) : -1;
 	close(sv[0]);
@@ -226,7 +185,7 @@ static enum MHD_Result publish(struct req *r, struct upload *u)
 	struct ws_call c = { .opts = { "put", "--from-fd", "3", "--mode", mode, overwrite ? "--overwrite" : NULL },
 			     .key = key, .paths = operands, .n_paths = 1, .fd = u->fd };
 	struct sbx_error e;
-	json_t *out = ws_run(&c, &e);
+	json_t *out = ws_call_run(&c, &e);
 	if (!out)
 		return reply_stage_error(r, &e, u->verified);
 	if (u->verified)
@@ -242,30 +201,8 @@ static enum MHD_Result delete_workspace(struct req *r)
 		return sent;
 	struct ws_call c = { .opts = { "rm" }, .key = key, .fd = -1 };
 	struct sbx_error e;
-	json_t *out = ws_run(&c, &e);
+	json_t *out = ws_call_run(&c, &e);
 	return out ? reply_json(r, 200, out) : reply_stage_error(r, &e, false);
-}
-
-int remote_snapshots_collect(long long *manifests, long long *objects, long long *next_due_ms)
-{
-	char keep[32], grace[32];
-	snprintf(keep, sizeof(keep), "%lld", g_server.cfg.snapshot_keep);
-	snprintf(grace, sizeof(grace), "%lld", g_server.cfg.snapshot_grace_s);
-	struct ws_call c = { .opts = { "collect", "--keep", keep, "--grace-s", grace }, .fd = -1 };
-	struct sbx_error e;
-	json_t *out = ws_run(&c, &e);
-	*manifests = *objects = *next_due_ms = 0;
-	if (!out) {
-		fprintf(stderr, "{\"level\":\"warning\",\"code\":\"snapshot-collection\",\"program\":\"sbx-httpd\",\"message\":");
-		json_dumpf(json_string(e.message), stderr, JSON_ENCODE_ANY);
-		fprintf(stderr, "}\n");
-		return -1;
-	}
-	*manifests = json_integer_value(json_object_get(out, "manifests"));
-	*objects = json_integer_value(json_object_get(out, "objects"));
-	*next_due_ms = json_integer_value(json_object_get(out, "nextDueMs"));
-	json_decref(out);
-	return 0;
 }
 
 enum MHD_Result handle_remote(struct req *r, const char *what, const char *id)

@@ -2,13 +2,21 @@
  * order and turned into the sbx-run request (sbx-formats(5)); every
  * refusal is a 400 with the upstream's message. */
 #include "request.h"
+#include "workspace.h"
+#include "../lib/exitcodes.h"
 #include "../lib/egress_policy.h"
 #include "../lib/npu_chips.h"
 #include "../lib/remote_path.h"
 #include "../lib/beneath.h"
 #include "../lib/path.h"
 #include "../lib/datadir.h"
+#include "server.h"
+#include "environments.h"
+#include "skills_call.h"
 
+#include <limits.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,9 +28,9 @@
 #define SKILLS_TAMPERED "skillPackagesRoot failed its integrity check; upload the package again"
 #define SKILLS_NOT_HELD "skillPackagesRoot must be a skill package held by this runner"
 
-static int fail(char *msg, size_t size, const char *fmt, const char *a)
+static int fail(struct sbx_error *e, const char *fmt, const char *a)
 {
-	snprintf(msg, size, fmt, a);
+	sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", fmt, a);
 	return -1;
 }
 
@@ -31,74 +39,29 @@ static bool blank(const char *s)
 	return !s || strspn(s, " \t\r\n") == strlen(s);
 }
 
-/* The directory path names, opened below <data>/projects or
- * <data>/remote-workspaces with no symlink and no ".." at any level
- * (beneath.h); the fd is all that is used from here on. Runner-owned
- * entries (any "."-prefixed child of a root) are refused. */
-int request_open_workspace(const char *path, char *shown, size_t size, char *msg, size_t msize)
-{
-	static const enum sbx_data_area roots[] = { SBX_DATA_PROJECTS, SBX_DATA_REMOTE_WORKSPACES };
-	char root[PATH_MAX + 32], rel[PATH_MAX];
-	for (int i = 0; i < 2; i++) {
-		sbx_data_path(g_server.cfg.data_dir, roots[i], NULL, root, sizeof(root));
-		if (sbx_path_below(root, path, rel, sizeof(rel)) != 0 || !rel[0])
-			continue;
-		if (!sbx_path_plain_relative(rel))
-			return fail(msg, msize, "%s", "Runner workspace path must not contain '.' or '..' segments");
-		if (rel[0] == '.')
-			return fail(msg, msize, "%s", "Runner workspace must not be a runner-owned directory");
-		/* A root that is itself a symlink (or missing) holds nothing. */
-		int rootfd = open(root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (rootfd < 0)
-			continue;
-		int fd = sbx_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
-		int saved = errno;
-		close(rootfd);
-		if (fd < 0 && saved == ENOENT)
-			return fail(msg, msize, "ENOENT: no such file or directory, realpath '%s'", path);
-		if (fd < 0 && saved == ENOTDIR)
-			return fail(msg, msize, "%s", "Runner workspace must be a directory");
-		if (fd < 0)
-			return fail(msg, msize, "%s", saved == ELOOP ? "Runner workspace path must not contain symbolic links"
-								  : "Runner workspace path must not contain '.' or '..' segments");
-		if (sbx_fd_path(fd, shown, size) != 0)
-			snprintf(shown, size, "%s", path);
-		return fd;
-	}
-	return fail(msg, msize, "%s", "Runner workspace must be inside the configured projects or remote-workspaces directory");
-}
-
-int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size_t msize)
+int request_workspace(json_t *doc, char *workspace, size_t size, struct sbx_error *e)
 {
 	const char *mode = json_string_value(json_object_get(doc, "kernelMode"));
 	json_t *km = json_object_get(doc, "kernelMode");
 	if ((km && !json_is_null(km) && !mode) || (mode && strcmp(mode, "ephemeral") != 0))
-		return fail(msg, msize, "%s",
+		return fail(e, "%s",
 			    "Runner executions must be ephemeral; persistent runtimes are no longer supported. Use "
 			    "managed Shell Execution for background tasks");
 	/* A key names <data>/remote-workspaces/<key>, made on demand; the
 	 * read-only parent does not apply to it (runner-api 5.1). */
 	const json_t *key = json_object_get(doc, "runnerWorkspaceKey");
 	if (key && !json_is_null(key)) {
-		char clean[SBX_REMOTE_KEY_MAX + 1];
-		if (!sbx_remote_key(json_string_value(key), clean, sizeof(clean)))
-			return fail(msg, msize, "%s", "Invalid remote workspace key");
-		/* Made on demand and opened in one walk with no symlink on the way. */
-		int fd = sbx_remote_workspace_open(g_server.cfg.data_dir, clean, true);
-		if (fd < 0)
-			return fail(msg, msize, "%s", errno == ELOOP ? "Remote workspace path must not contain symbolic links"
-								   : "Remote workspace directory cannot be created");
-		json_object_del(doc, "readOnlyWorkspaceRoot");
-		if (sbx_fd_path(fd, workspace, size) != 0)
-			snprintf(workspace, size, "%s/remote-workspaces/%s", g_server.cfg.data_dir, clean);
+		int fd = workspace_open_key(json_string_value(key), true, workspace, size, e);
+		if (fd >= 0)
+			json_object_del(doc, "readOnlyWorkspaceRoot");
 		return fd;
 	}
 	const char *root = json_string_value(json_object_get(doc, "workspaceRoot"));
 	if (blank(root))
-		return fail(msg, msize, "%s", "workspaceRoot is required");
+		return fail(e, "%s", "workspaceRoot is required");
 	if (root[0] != '/')
-		return fail(msg, msize, "%s", "workspaceRoot must be an absolute path");
-	return request_open_workspace(root, workspace, size, msg, msize);
+		return fail(e, "%s", "workspaceRoot must be an absolute path");
+	return workspace_open_root(root, workspace, size, e);
 }
 
 /* fd becomes sbx-run's fd 3 + n: "fd:N" in the request it reads. */
@@ -119,7 +82,7 @@ void api_exec_close(struct api_exec *x)
 	x->n_fds = 0;
 }
 
-static int limit(json_t *doc, const char *key, long long dflt, long long *out, char *msg, size_t msize)
+static int limit(json_t *doc, const char *key, long long dflt, long long *out, struct sbx_error *e)
 {
 	json_t *v = json_object_get(doc, key);
 	if (!v || json_is_null(v)) {
@@ -127,7 +90,7 @@ static int limit(json_t *doc, const char *key, long long dflt, long long *out, c
 		return 0;
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 9007199254740991LL)
-		return fail(msg, msize, "%s must be a non-negative safe integer", key);
+		return fail(e, "%s must be a non-negative safe integer", key);
 	*out = json_integer_value(v);
 	return 0;
 }
@@ -137,9 +100,9 @@ static int limit(json_t *doc, const char *key, long long dflt, long long *out, c
  * .sciencediscovery/skill-extensions (made below the workspace fd without
  * following a symlink) writable at /skill-extensions. */
 static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
-		 char *msg, size_t msize);
+		 struct sbx_error *e);
 
-static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg, size_t msize)
+static int skills(const json_t *doc, struct api_exec *x, json_t *run, struct sbx_error *e)
 {
 	const char *root = json_string_value(json_object_get(doc, "skillPackagesRoot"));
 	char ref[32];
@@ -148,12 +111,12 @@ static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg,
 	char id[65];
 	int pkg = skills_open_held(root, id);
 	if (pkg < 0)
-		return fail(msg, msize, "%s", pkg == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
+		return fail(e, "%s", pkg == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
 	const char *leaf;
 	int parent = sbx_beneath_parent(x->fds[0], ".sciencediscovery/skill-extensions/x", true, &leaf);
 	if (parent < 0) {
 		close(pkg);
-		return fail(msg, msize, "%s", "Remote workspace path must not contain symbolic links");
+		return fail(e, "%s", "Remote workspace path must not contain symbolic links");
 	}
 	close(parent);
 	memcpy(x->skill_package, id, sizeof(x->skill_package));
@@ -163,24 +126,23 @@ static int skills(const json_t *doc, struct api_exec *x, json_t *run, char *msg,
 	return 0;
 }
 
-int request_skills_recheck(const struct api_exec *x, char *msg, size_t msize)
+int request_skills_recheck(const struct api_exec *x, struct sbx_error *e)
 {
 	int rc = x->skill_package[0] ? skills_verify_fd(x->fds[x->skill_slot], x->skill_package) : 0;
-	return rc == 0 ? 0 : fail(msg, msize, "%s", rc == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
+	return rc == 0 ? 0 : fail(e, "%s", rc == -2 ? SKILLS_TAMPERED : SKILLS_NOT_HELD);
 }
 
 /* npuDevices (host indices): sbx-run re-probes them right before the
  * launch and refuses the execution by name when one is not usable. */
-static int npu_devices(const json_t *doc, json_t *run, char *msg, size_t msize)
+static int npu_devices(const json_t *doc, json_t *run, struct sbx_error *e)
 {
 	const json_t *chips = json_object_get(doc, "npuDevices");
 	int list[SBX_NPU_MAX_CHIPS];
-	struct sbx_error e;
 	if (!chips || json_is_null(chips))
 		return 0;
-	int n = sbx_npu_chip_list(chips, "npuDevices", list, &e);
+	int n = sbx_npu_chip_list(chips, "npuDevices", list, e);
 	if (n < 0)
-		return fail(msg, msize, "%s", e.message);
+		return -1;
 	if (n > 0)
 		json_object_set_new(run, "devices", json_pack("{s:s,s:O}", "vendor", "ascend", "chips", chips));
 	return 0;
@@ -217,7 +179,7 @@ static bool route_is_direct(const json_t *proxy)
 /* The epoch's network: domain-allowlist only when networkAccess agrees.
  * What would change where traffic goes and sbx cannot honour (the `open`
  * mode, a per-execution outbound proxy) is refused, never ignored. */
-static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t *run, char *msg, size_t msize)
+static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t *run, struct sbx_error *e)
 {
 	const char *policy = json_string_value(json_object_get(epoch, "networkPolicy"));
 	json_t *access = json_object_get(epoch, "networkAccess");
@@ -225,32 +187,32 @@ static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t 
 	x->network_policy = "none";
 	snprintf(x->network_revision, sizeof(x->network_revision), "none");
 	if (policy && !strcmp(policy, "open"))
-		return fail(msg, msize, "%s",
+		return fail(e, "%s",
 			    "permissionEpoch.networkPolicy \"open\" is not supported by this runner; grant "
 			    "domain-allowlist access instead");
 	if (!policy || strcmp(policy, "domain-allowlist") != 0 || !mode || strcmp(mode, policy) != 0)
 		return 0;
 	if (!route_is_direct(json_object_get(doc, "sandboxEgressProxy")))
-		return fail(msg, msize, "%s",
+		return fail(e, "%s",
 			    "sandboxEgressProxy: this runner's egress gateway connects directly; a per-execution "
 			    "outbound proxy is refused, never ignored");
 	if (!g_server.network_available)
-		return fail(msg, msize, "%s", g_server.network_reason);
+		return fail(e, "%s", g_server.network_reason);
 	const json_t *revision = json_object_get(access, "revision");
 	const char *given = json_string_value(revision);
 	if (revision && !json_is_null(revision) && !given)
-		return fail(msg, msize, "%s", "networkAccess.revision must be a string");
+		return fail(e, "%s", "networkAccess.revision must be a string");
 	if (given && strlen(given) >= sizeof(x->network_revision))
-		return fail(msg, msize, "%s", "networkAccess.revision is longer than 128 bytes");
+		return fail(e, "%s", "networkAccess.revision is longer than 128 bytes");
 	json_t *net = json_pack("{s:s,s:O,s:b}", "mode", "domain-allowlist", "allowedDomains",
 				json_object_get(access, "allowedDomains") ? json_object_get(access, "allowedDomains")
 									   : json_null(),
 				"allowPrivateNetwork", json_is_true(json_object_get(access, "allowPrivateNetwork")));
 	struct sbx_egress_policy p;
-	struct sbx_error e;
-	if (!net || sbx_egress_policy_parse(net, &p, &e) != 0) {
+	struct sbx_error pe;
+	if (!net || sbx_egress_policy_parse(net, &p, &pe) != 0) {
 		json_decref(net);
-		return fail(msg, msize, "networkAccess: %s", net ? e.message : "allowedDomains is required");
+		return fail(e, "networkAccess: %s", net ? pe.message : "allowedDomains is required");
 	}
 	/* The epoch's own revision is the one the API knows it by: echoed when
 	 * it carries one, sbx's content hash of the policy otherwise. */
@@ -262,16 +224,16 @@ static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t 
 }
 
 int request_build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
-		  char *msg, size_t msize)
+		  struct sbx_error *e)
 {
-	int rc = build(doc, shell, workspace, ws_fd, x, run_out, msg, msize);
+	int rc = build(doc, shell, workspace, ws_fd, x, run_out, e);
 	if (rc != 0)
 		api_exec_close(x);
 	return rc;
 }
 
 static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run_out,
-		 char *msg, size_t msize)
+		 struct sbx_error *e)
 {
 	json_t *epoch = json_object_get(doc, "permissionEpoch");
 	const char *lang = shell ? "shell" : json_string_value(json_object_get(doc, "language"));
@@ -287,28 +249,28 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 	char ref[32];
 	const char *ws_ref = hand_on(x, ws_fd, ref, sizeof(ref));
 	if (fstat(ws_fd, &ws_st) != 0)
-		return fail(msg, msize, "%s", "workspaceRoot cannot be read");
+		return fail(e, "%s", "workspaceRoot cannot be read");
 	x->ws_dev = (unsigned long long)ws_st.st_dev;
 	x->ws_ino = (unsigned long long)ws_st.st_ino;
 	lang = lang ? lang : "python";
 	if (strcmp(lang, "python") != 0 && strcmp(lang, "r") != 0 && strcmp(lang, "shell") != 0)
-		return fail(msg, msize, "Unsupported language: %.40s", lang);
+		return fail(e, "Unsupported language: %.40s", lang);
 	snprintf(x->language, sizeof(x->language), "%s", lang);
 	if (!json_is_object(epoch))
-		return fail(msg, msize, "%s", "permissionEpoch is required");
+		return fail(e, "%s", "permissionEpoch is required");
 	if (blank(session) || strlen(session) >= sizeof(x->session))
-		return fail(msg, msize, "%s", "permissionEpoch.sessionId is required");
+		return fail(e, "%s", "permissionEpoch.sessionId is required");
 	if (blank(agent) || strlen(agent) >= sizeof(x->agent))
-		return fail(msg, msize, "%s", "agentId is required");
+		return fail(e, "%s", "agentId is required");
 	if (blank(id) || strlen(id) >= sizeof(x->id))
-		return fail(msg, msize, "%s", "Execution ID is required");
+		return fail(e, "%s", "Execution ID is required");
 	if (blank(code))
-		return fail(msg, msize, "%s code is required", shell ? "Shell" : !strcmp(lang, "r") ? "R" : "Python");
+		return fail(e, "%s code is required", shell ? "Shell" : !strcmp(lang, "r") ? "R" : "Python");
 	json_t *mounts = json_object_get(epoch, "mounts");
 	const char *src = json_string_value(json_object_get(json_array_get(mounts, 0), "source"));
 	const char *mode = json_string_value(json_object_get(json_array_get(mounts, 0), "mode"));
 	if (json_array_size(mounts) != 1 || !src || strcmp(src, "workspace") || !mode || strcmp(mode, "read-write"))
-		return fail(msg, msize, "%s",
+		return fail(e, "%s",
 			    shell ? "Shell execution accepts exactly one read-write workspace mount"
 				  : "M1 runner accepts exactly one read-write workspace mount");
 	const char *named = json_string_value(json_object_get(doc, "environmentRevisionId"));
@@ -319,22 +281,21 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 	json_decref(cap);
 	char prefix[PATH_MAX] = "", runtime_rev[128] = "";
 	if (!envs && !strcmp(lang, "r"))
-		return fail(msg, msize, "%s", "R execution requires the scientific environment capability");
+		return fail(e, "%s", "R execution requires the scientific environment capability");
 	if (!envs && !shell && named && (!epoch_rev || strcmp(named, epoch_rev) != 0))
-		return fail(msg, msize, "%s", "Named environment execution requires the scientific environment capability");
+		return fail(e, "%s", "Named environment execution requires the scientific environment capability");
 	if (!envs && env_id)
-		return fail(msg, msize, "%s", "Scientific environments are unavailable");
+		return fail(e, "%s", "Scientific environments are unavailable");
 	/* With environments: the runtime of the named revision (or the
 	 * language's starter), or of the shell's environment. */
 	if (envs && (!shell || env_id) &&
 	    environments_resolve(env_id ? "--environment" : "--revision", env_id ? env_id : named, shell ? "python" : lang,
-				 prefix, sizeof(prefix), runtime_rev, sizeof(runtime_rev), x->env_id, sizeof(x->env_id), msg,
-				 msize) != 0)
+				 prefix, sizeof(prefix), runtime_rev, sizeof(runtime_rev), x->env_id, sizeof(x->env_id), e) != 0)
 		return -1;
-	if (limit(doc, "executionTimeoutMs", g_server.cfg.exec_timeout_ms, &timeout, msg, msize) != 0 ||
-	    limit(doc, "maxOutputBytes", g_server.cfg.max_output_bytes, &max_out, msg, msize) != 0 ||
-	    limit(doc, "maxWorkspaceBytes", g_server.cfg.max_workspace_bytes, &max_ws, msg, msize) != 0 ||
-	    limit(doc, "maxWorkspaceFiles", g_server.cfg.max_workspace_files, &max_files, msg, msize) != 0)
+	if (limit(doc, "executionTimeoutMs", g_server.cfg.exec_timeout_ms, &timeout, e) != 0 ||
+	    limit(doc, "maxOutputBytes", g_server.cfg.max_output_bytes, &max_out, e) != 0 ||
+	    limit(doc, "maxWorkspaceBytes", g_server.cfg.max_workspace_bytes, &max_ws, e) != 0 ||
+	    limit(doc, "maxWorkspaceFiles", g_server.cfg.max_workspace_files, &max_files, e) != 0)
 		return -1;
 	snprintf(x->id, sizeof(x->id), "%s", id);
 	snprintf(x->session, sizeof(x->session), "%s", session);
@@ -352,14 +313,14 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 		int env_fd = open(prefix, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (env_fd < 0) {
 			json_decref(run);
-			return fail(msg, msize, "%s", "The environment prefix cannot be opened");
+			return fail(e, "%s", "The environment prefix cannot be opened");
 		}
 		json_object_set_new(run, "environment", json_pack("{s:s}", "prefix", hand_on(x, env_fd, ref, sizeof(ref))));
 	}
 	const char *ro = json_string_value(json_object_get(doc, "readOnlyWorkspaceRoot"));
 	if (ro && *ro) {
 		char shown[PATH_MAX];
-		int ro_fd = request_open_workspace(ro, shown, sizeof(shown), msg, msize);
+		int ro_fd = workspace_open_root(ro, shown, sizeof(shown), e);
 		if (ro_fd < 0) {
 			json_decref(run);
 			return -1;
@@ -375,14 +336,14 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 		int fd = cwd[0] == '/' ? -1 : sbx_open_beneath(ws_fd, plain, O_PATH | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
 		if (fd < 0) {
 			json_decref(run);
-			return fail(msg, msize, "%s", "cwd must be a workspace-relative directory inside the workspace");
+			return fail(e, "%s", "cwd must be a workspace-relative directory inside the workspace");
 		}
 		close(fd);
 		if (plain[0] && strcmp(plain, "."))
 			json_object_set_new(run, "cwd", json_string(plain));
 	}
-	if (network(doc, epoch, x, run, msg, msize) != 0 || npu_devices(doc, run, msg, msize) != 0 ||
-	    skills(doc, x, run, msg, msize) != 0) {
+	if (network(doc, epoch, x, run, e) != 0 || npu_devices(doc, run, e) != 0 ||
+	    skills(doc, x, run, e) != 0) {
 		json_decref(run);
 		return -1;
 	}

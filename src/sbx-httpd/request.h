@@ -6,22 +6,17 @@
 
 /* The kernelMode check and the workspace opened below the allowed roots:
  * what runs before the executionId is recorded. Returns the workspace's
- * directory fd (its name, for display, in workspace), or -1 and msg. */
-int request_workspace(json_t *doc, char *workspace, size_t size, char *msg, size_t msize);
+ * directory fd (its name, for display, in workspace), or -1 with e. */
+int request_workspace(json_t *doc, char *workspace, size_t size, struct sbx_error *e);
 /* Everything else, and the sbx-run request (*run, to free). x takes ws_fd
  * whatever the outcome; the request names it and every other directory
  * sbx-run gets as "fd:N" (x->fds, handed on by runner_start). */
 int request_build(json_t *doc, bool shell, const char *workspace, int ws_fd, struct api_exec *x, json_t **run,
-		  char *msg, size_t msize);
-/* A directory the API names (a workspaceRoot), opened below <data>/projects
- * or <data>/remote-workspaces with no symlink or ".." at any level and no
- * runner-owned ("."-prefixed) child of a root: its fd (name in shown), or
- * -1 with the upstream-style message in msg. */
-int request_open_workspace(const char *path, char *shown, size_t size, char *msg, size_t msize);
+		  struct sbx_error *e);
 /* The skill package x mounts verified again (sbx-skills verify on its fd:
  * its stamp, normally) right before sbx-run starts: a package changed
- * while the execution waited in line is caught. 0, or -1 and msg. */
-int request_skills_recheck(const struct api_exec *x, char *msg, size_t msize);
+ * while the execution waited in line is caught. 0, or -1 with e. */
+int request_skills_recheck(const struct api_exec *x, struct sbx_error *e);
 /* Closes the directory fds x holds. */
 void api_exec_close(struct api_exec *x);
 

@@ -2,9 +2,13 @@
  * result's JSON up to its closing brace, then "stdout" and "stderr" read
  * from their files a block at a time and escaped, then the brace. */
 #include "result_stream.h"
-#include "httpd.h"
+#include "connections.h"
+#include "../lib/clock.h"
 #include "json_escape.h"
 
+#include <jansson.h>
+#include <stdint.h>
+#include <microhttpd.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>

@@ -4,7 +4,12 @@
 #include "runner.h"
 #include "../lib/datadir.h"
 #include "../lib/spawn.h"
+#include "server.h"
+#include "config.h"
 
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
 #include <stdio.h>
 
 pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, const int *fds, size_t n_fds,

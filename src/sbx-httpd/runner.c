@@ -10,7 +10,13 @@
 #include "../lib/stage_call.h"
 #include "../lib/tree_remove.h"
 #include "../lib/datadir.h"
+#include "server.h"
 
+#include <pthread.h>
+#include <limits.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
 #include <dirent.h>
 #include <sys/stat.h>
 

@@ -4,8 +4,13 @@
 #ifndef SBX_HTTPD_RUNNER_H
 #define SBX_HTTPD_RUNNER_H
 
-#include "httpd.h"
 #include "../lib/error.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 #define RUNNER_GRACE_MS 1000       /* sbx-run's --grace-ms */
 #define RUNNER_REAP_MS 10000       /* from its finished event to its exit, at most */

@@ -1,7 +1,10 @@
 /* skills_call.c — skill packages (runner-api 4 rows 30-31, 5.7) as
  * sbx-skills children: POST and GET answered from its JSON, and the
  * package an execution mounts opened here and verified there, on its fd. */
-#include "httpd.h"
+#include "skills_call.h"
+#include "server.h"
+#include "reply.h"
+#include "body.h"
 #include "../lib/beneath.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
@@ -9,6 +12,9 @@
 #include "../lib/stage_call.h"
 #include "../lib/datadir.h"
 
+#include <limits.h>
+#include <jansson.h>
+#include <microhttpd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

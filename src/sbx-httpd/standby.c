@@ -2,10 +2,13 @@
  * their parent-death signal follows) tops it up to SBX_WARM_RUNNERS while
  * no run is in flight (or when none is left); at shutdown the idle ones get
  * EOF and clean up. */
-#include "httpd.h"
+#include "server.h"
 #include "runner.h"
 #include "standby.h"
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

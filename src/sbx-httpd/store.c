@@ -7,7 +7,14 @@
 #include "../lib/exitcodes.h"
 #include "../lib/sqlite_open.h"
 #include "../lib/datadir.h"
+#include "server.h"
+#include "../lib/clock.h"
 
+#include <pthread.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

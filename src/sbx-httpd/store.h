@@ -4,7 +4,7 @@
 #ifndef SBX_HTTPD_STORE_H
 #define SBX_HTTPD_STORE_H
 
-#include "httpd.h"
+#include "server.h"
 #include "../lib/error.h"
 
 #include <stdbool.h>

@@ -3,7 +3,12 @@
  * finished records' logs go first, then the oldest records. One bounded
  * transaction per step; a queued or running record is never touched. */
 #include "store.h"
+#include "server.h"
+#include "../lib/clock.h"
 
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define STORE_CHUNKS_PER_STEP 64 /* chunks of at most 16 KiB: at most 1 MiB per transaction */

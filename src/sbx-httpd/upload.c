@@ -3,11 +3,18 @@
  * body of several GiB costs a few pages of memory; at the end remote.c
  * checks size and hash and hands the staged file's fd to sbx-ws, which
  * checks the quota and links the file itself into place. */
-#include "httpd.h"
+#include "upload.h"
+#include "server.h"
+#include "reply.h"
+#include "auth.h"
+#include "../lib/hash.h"
 #include "../lib/io.h"
 #include "../lib/remote_path.h"
 #include "../lib/datadir.h"
 
+#include <stdbool.h>
+#include <sys/types.h>
+#include <microhttpd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MANIFEST_CAP (1u << 20)
 #define STALE_INCOMING_S 3600
 
 int store_open(struct store *s, const char *data_dir, bool create, struct sbx_error *e)
@@ -70,23 +69,6 @@ int store_package_open(const struct store *s, const char *id)
 	if (s->fd < 0)
 		return errno = ENOENT, -1;
 	return sbx_open_beneath(s->fd, id, O_RDONLY | O_DIRECTORY, SBX_BENEATH_NO_SYMLINKS);
-}
-
-json_t *store_manifest(int pkg)
-{
-	int fd = sbx_open_beneath(pkg, SKILLS_MANIFEST, O_RDONLY | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
-	struct stat st;
-	struct sbx_error e;
-	json_t *doc = NULL;
-	char *text = NULL;
-	size_t len;
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (text = sbx_read_fd_capped(fd, MANIFEST_CAP, &len, SKILLS_MANIFEST, &e)))
-		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
-	free(text);
-	if (fd >= 0)
-		close(fd);
-	return json_is_array(doc) ? doc : (json_decref(doc), NULL);
 }
 
 /* The skills a package's manifest names (id, revision, version), or null. */

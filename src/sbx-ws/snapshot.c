@@ -4,6 +4,7 @@
  * workspace's selected paths, whatever became of the live workspace. */
 #include "ws.h"
 #include "snapshot.h"
+#include "snapshot_gc.h"
 #include "../lib/atomic_file.h"
 #include "../lib/beneath.h"
 #include "../lib/clock.h"
@@ -25,11 +26,6 @@
 
 #define COPY_CHUNK (1u << 20)
 #define MANIFEST_MAX (16u << 20)
-
-void snapshot_store_path(const char *data, const char *leaf, char *out, size_t size)
-{
-	sbx_data_path(data, SBX_DATA_REMOTE_SNAPSHOTS, leaf, out, size);
-}
 
 /* Copies in (a file below the workspace) into the object store; its hash. */
 static int store_object(const char *data, int in, char sha[SBX_SHA256_HEX_LEN + 1])

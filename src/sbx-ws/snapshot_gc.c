@@ -4,6 +4,7 @@
  * still being made (in any process: its hold file) began. Takes no lock a
  * snapshot waits on. */
 #include "ws.h"
+#include "snapshot_gc.h"
 #include "snapshot.h"
 #include "../lib/clock.h"
 #include "../lib/exitcodes.h"

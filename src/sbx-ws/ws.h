@@ -4,6 +4,7 @@
 #ifndef SBX_WS_H
 #define SBX_WS_H
 
+#include "../lib/datadir.h"
 #include "../lib/error.h"
 #include "../lib/remote_path.h"
 
@@ -58,5 +59,11 @@ int ws_collect(const struct ws_opts *o, struct sbx_error *e);
 /* read.c: an open regular file served: over o->fd_socket (then
  * {"size": N} on stdout) or its bytes copied to stdout. Closes fd. */
 int ws_serve(const struct ws_opts *o, int fd, struct sbx_error *e);
+
+/* <data>/remote-snapshots[/leaf] into out. */
+static inline void snapshot_store_path(const char *data, const char *leaf, char *out, size_t size)
+{
+	sbx_data_path(data, SBX_DATA_REMOTE_SNAPSHOTS, leaf, out, size);
+}
 
 #endif

@@ -1,122 +1,23 @@
-/* server.c — replies with the spec's headers, request accessors, and the
- * routing of runner-api 2 and 4: GET /health first, then the bearer for
- * everything else, then the path. Connections are connections.c's. */
-#include "httpd.h"
+/* route.c — the router of runner-api 2 and 4: GET /health first, then
+ * the bearer for everything else, then the path to its handler; ids in a
+ * path are matched raw and then decoded, as upstream's router does. */
+#include "route.h"
+#include "auth.h"
+#include "environments.h"
+#include "handlers.h"
+#include "npu.h"
+#include "remote.h"
+#include "reply.h"
+#include "server.h"
+#include "skills_call.h"
 #include "../lib/json.h"
 #include "../lib/text.h"
+#include "info.h"
 
-#include <errno.h>
-#include <poll.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
 #include <string.h>
-#include <sys/socket.h>
-
-enum MHD_Result reply_json(struct req *r, unsigned status, json_t *body)
-{
-	char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_decref(body);
-	size_t n = text ? strlen(text) : 0;
-	char *out = malloc(n + 2);
-	if (!out) {
-		free(text);
-		return MHD_NO;
-	}
-	memcpy(out, text ? text : "", n);
-	out[n++] = '\n';
-	free(text);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(n, out, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(out);
-		return MHD_NO;
-	}
-	return reply_response(r, status, resp, "application/json; charset=utf-8");
-}
-
-enum MHD_Result reply_response(struct req *r, unsigned status, struct MHD_Response *resp, const char *type)
-{
-	MHD_add_response_header(resp, "content-type", type);
-	MHD_add_response_header(resp, "cache-control", "no-store");
-	MHD_add_response_header(resp, "x-content-type-options", "nosniff");
-	if (status == 503) { /* a refusal for load: the client retries on a fresh connection */
-		MHD_add_response_header(resp, "connection", "close");
-		MHD_add_response_header(resp, "retry-after", "1");
-	}
-	if (r->slot) { /* answered on the request's own thread: queued on resume */
-		if (r->slot->resp)
-			MHD_destroy_response(r->slot->resp);
-		r->slot->status = status;
-		r->slot->resp = resp;
-		return MHD_YES;
-	}
-	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
-	MHD_destroy_response(resp);
-	return rc;
-}
-
-enum MHD_Result reply_error(struct req *r, unsigned status, const char *fmt, ...)
-{
-	char message[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
-	va_end(ap);
-	return reply_json(r, status, json_pack("{s:s}", "error", message));
-}
-
-const char *query(struct req *r, const char *name)
-{
-	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-const char *header(struct req *r, const char *name)
-{
-	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-}
-
-json_t *body_object(struct req *r, enum MHD_Result *sent)
-{
-	json_error_t err;
-	if (r->too_large) {
-		*sent = reply_error(r, 400, "Request body exceeds the %zu byte limit", request_body_limit(r));
-		return NULL;
-	}
-	json_t *doc = r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &err) : NULL;
-	if (!doc) {
-		*sent = reply_error(r, 400, "%s", r->len ? err.text : "Unexpected end of JSON input");
-		return NULL;
-	}
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		*sent = reply_error(r, 400, "Request body must be a JSON object");
-		return NULL;
-	}
-	return doc;
-}
-
-json_t *signed_body(struct req *r, const char *refusal, enum MHD_Result *sent)
-{
-	if (!r->too_large && !auth_signature(&g_server.cfg, r)) {
-		*sent = reply_error(r, 401, "%s", refusal);
-		return NULL;
-	}
-	return body_object(r, sent);
-}
-
-bool client_gone(struct req *r)
-{
-	const union MHD_ConnectionInfo *info = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!info)
-		return true;
-	struct pollfd p = { .fd = info->connect_fd, .events = POLLIN | POLLRDHUP };
-	if (poll(&p, 1, 0) <= 0)
-		return false;
-	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
-		return true;
-	char c;
-	return recv(info->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
 
 /* decodeURIComponent: %XX escapes decoded, the result valid UTF-8 without
  * NUL; -1 ("URI malformed") otherwise. */
@@ -252,15 +153,4 @@ enum MHD_Result route(struct req *r)
 	ROUTE_ID(post, "/npu/jobs/", "/cancel", handle_npu(r, "cancel", id));
 	ROUTE_ID(get, "/npu/jobs/", "", handle_npu(r, "get", id));
 	return reply_error(r, 404, "Not found");
-}
-
-/* Skill bundles may be 64 MiB; everything else 2,000,000 bytes. */
-size_t body_limit(const char *method, const char *url)
-{
-	return !strcmp(method, "POST") && !strcmp(url, "/skill-packages") ? SKILL_BODY_LIMIT : BODY_LIMIT;
-}
-
-size_t request_body_limit(struct req *r)
-{
-	return body_limit(r->method, r->path);
 }

@@ -1,0 +1,40 @@
+/* ws_call.c — running sbx-ws for sbx-httpd: the data dir and the byte cap
+ * first, the request's options, then "--" and the clean key and paths. */
+#include "ws_call.h"
+#include "server.h"
+#include "../lib/stage_call.h"
+#include "../lib/strvec.h"
+
+#include <stdio.h>
+
+#define ANSWER_CAP (256u << 20) /* a listing or a snapshot's JSON */
+
+json_t *ws_call_run(const struct ws_call *c, struct sbx_error *e)
+{
+	struct sbx_strvec argv;
+	char max[32];
+	sbx_strvec_init(&argv);
+	sbx_strvec_push(&argv, g_server.prog.ws);
+	sbx_strvec_push(&argv, "--data-dir");
+	sbx_strvec_push(&argv, g_server.cfg.data_dir);
+	snprintf(max, sizeof(max), "%lld", g_server.cfg.max_workspace_bytes);
+	sbx_strvec_push(&argv, "--max-bytes");
+	sbx_strvec_push(&argv, max);
+	for (int i = 0; c->opts[i]; i++)
+		sbx_strvec_push(&argv, c->opts[i]);
+	sbx_strvec_push(&argv, "--");
+	if (c->key)
+		sbx_strvec_push(&argv, c->key);
+	for (size_t i = 0; i < c->n_paths; i++)
+		sbx_strvec_push(&argv, c->paths[i]);
+	json_t *out = NULL;
+	if (argv.failed) {
+		sbx_error_set(e, 5, "internal", "out of memory");
+	} else {
+		struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
+				       .extra_fds = &c->fd, .n_extra = c->fd >= 0 ? 1 : 0 };
+		out = sbx_stage_call(&s, 0, ANSWER_CAP, e);
+	}
+	sbx_strvec_free(&argv);
+	return out;
+}
