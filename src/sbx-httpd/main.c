@@ -48,8 +48,6 @@
 #define SBX_BUILD_ID "unknown"
 #endif
 
-struct server g_server;
-
 static _Noreturn void die(const char *code, const char *fmt, const char *detail)
 {
 	struct sbx_error e;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
-# Documentation and installation: every program has a man page that
-# renders; every option a man page defines is one --help lists, and every
-# option --help lists is in the man page; `make install` into a DESTDIR
-# gives programs that run from there.
+# Documentation, installation and layout: every program has a man page
+# that renders; every option a man page defines is one --help lists, and
+# every option --help lists is in the man page; `make install` into a
+# DESTDIR gives programs that run from there; src/lib holds only what two
+# programs share, and no two files of src import each other in a circle.
 
 load helpers
 
@@ -124,4 +125,12 @@ programs() { for p in "$SBX_BIN"/sbx-*; do basename "$p"; done; }
         grep -A3 -F "|  _${name}_" "$man" | grep -qF ":  $owner" || { echo "$name: owner $owner not in the man page"; return 1; }
         grep -A3 -F "|  _${name}_" "$man" | grep -qF ":  $holds" || { echo "$name: '$holds' not in the man page"; return 1; }
     done <<< "$rows"
+}
+
+@test "no circle of imports between the files of src (a file's symbols come from files below it)" {
+    [ -d "$BATS_TEST_DIRNAME/../../build/lib" ] || skip "no build tree here"
+    run python3 "$BATS_TEST_DIRNAME/../../mk/circles.py" --check
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"0 circle(s)"* ]]
 }
