@@ -10,6 +10,8 @@
 #include "../lib/stage_call.h"
 #include "../lib/tree_remove.h"
 #include "../lib/datadir.h"
+#include "../lib/path.h"
+#include "../lib/beneath.h"
 #include "server.h"
 
 #include <pthread.h>
@@ -483,24 +485,25 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 int runner_open_streams(const struct child *c, int fds[2])
 {
 	static const char *const names[2] = { "stdout", "stderr" };
+	char runs[PATH_MAX + 64], rel[PATH_MAX];
 	fds[0] = fds[1] = -1;
+	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_RUNNER_EXECUTIONS, "runs", runs, sizeof(runs));
 	int dir = runs_dir();
-	int run = dir < 0 ? -1 : openat(dir, c->internal_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir >= 0)
-		close(dir);
-	for (int i = 0; i < 2 && run >= 0; i++) {
-		char name[16];
+	for (int i = 0; i < 2 && dir >= 0; i++) {
 		struct stat st;
 		json_t *ref = json_object_get(json_object_get(c->result, "streams"), names[i]);
-		snprintf(name, sizeof(name), "%s.txt", names[i]);
-		fds[i] = openat(run, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		/* The file sbx-run composed, whole: its size is the one it reported. */
+		/* The file sbx-run reported, opened below the runs directory with
+		 * no symlink, whole: its size is the one it reported. */
+		const char *path = json_string_value(json_object_get(ref, "path"));
+		if (!path || sbx_path_below(runs, path, rel, sizeof(rel)) != 0 || !rel[0])
+			break;
+		fds[i] = sbx_open_beneath(dir, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC, SBX_BENEATH_NO_SYMLINKS);
 		if (fds[i] < 0 || fstat(fds[i], &st) != 0 || !S_ISREG(st.st_mode) ||
 		    st.st_size != json_integer_value(json_object_get(ref, "bytes")))
 			break;
 	}
-	if (run >= 0)
-		close(run);
+	if (dir >= 0)
+		close(dir);
 	if (fds[0] >= 0 && fds[1] >= 0)
 		return 0;
 	for (int i = 0; i < 2; i++)

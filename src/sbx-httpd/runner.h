@@ -89,8 +89,9 @@ struct api_exec {
 /* ShellExecutionResult / PythonExecutionResult from sbx-run's result,
  * without stdout and stderr: they are read from the stream files. */
 json_t *runner_api_result(const struct api_exec *x, json_t *result);
-/* Opens the run's stdout.txt and stderr.txt (fds[0], fds[1]) below its
- * run directory, each a regular file of the size the result reports; they
+/* Opens the stream files sbx-run's result names (streams.stdout.path,
+ * streams.stderr.path into fds[0], fds[1]) below the runs directory with
+ * no symlink, each a regular file of the size the result reports; they
  * stay readable after runner_forget. -1 when either is missing or wrong. */
 int runner_open_streams(const struct child *c, int fds[2]);
 /* A stream file's text (invalid UTF-8 as U+FFFD) whose JSON is at most
