@@ -117,6 +117,13 @@ int sbx_json_validate(const json_t *obj, const struct sbx_json_field *fields,
 	return 0;
 }
 
+int sbx_json_answer(json_t *v)
+{
+	int rc = v && sbx_json_print(stdout, v) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
+	json_decref(v);
+	return rc;
+}
+
 int sbx_json_print(FILE *out, const json_t *v)
 {
 	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);

@@ -46,6 +46,9 @@ const char *sbx_json_kind_name(enum sbx_json_kind kind);
 
 /* Prints v compactly followed by a newline; 0 or -1. */
 int sbx_json_print(FILE *out, const json_t *v);
+/* A stage's answer: v (taken) printed on stdout; the exit code, 0, or 5
+ * (internal) when v is NULL or could not be written. */
+int sbx_json_answer(json_t *v);
 
 /* A JSON string of s; bytes that are not valid UTF-8 become U+FFFD, so
  * text from other programs (stderr lines) can always be reported. */

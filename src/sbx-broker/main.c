@@ -148,12 +148,6 @@ void broker_spawn_drainer(const struct broker *b)
 		sbx_diag_error(&e);
 }
 
-static int print(json_t *v)
-{
-	int rc = v && sbx_json_print(stdout, v) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
-	json_decref(v);
-	return rc;
-}
 
 static json_t *list(const struct broker *b, const struct options *o, struct sbx_error *e)
 {
@@ -264,7 +258,7 @@ int main(int argc, char **argv)
 		broker_store_close(&b);
 		sbx_die(&e);
 	}
-	int rc = print(out);
+	int rc = sbx_json_answer(out);
 	broker_store_close(&b);
 	return rc;
 }

@@ -30,14 +30,6 @@ static void usage(FILE *out)
 	sbx_cli_print_exit_codes(out);
 }
 
-static int print(json_t *v)
-{
-	if (!v)
-		return SBX_EXIT_INTERNAL;
-	sbx_json_print(stdout, v);
-	json_decref(v);
-	return SBX_EXIT_OK;
-}
 
 /* Every list, create and mutation needs ready environments. */
 static void need_available(struct envctx *c)
@@ -86,7 +78,7 @@ static int setup_detached(struct envctx *c)
 		;
 	close(ready[0]);
 	waitpid(pid, NULL, 0);
-	return print(env_setup_view(c));
+	return sbx_json_answer(env_setup_view(c));
 }
 
 static struct envctx ctx;
@@ -157,13 +149,13 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 
 	if (!strcmp(cmd, "status"))
-		return print(env_setup_view(cp));
+		return sbx_json_answer(env_setup_view(cp));
 	if (!strcmp(cmd, "setup")) {
 		if (!wait)
 			return setup_detached(cp);
 		if (env_setup_run(cp, isatty(2), &e) != 0)
 			sbx_die(&e);
-		return print(env_setup_view(cp));
+		return sbx_json_answer(env_setup_view(cp));
 	}
 	if (!strcmp(cmd, "resolve")) {
 		if (!language)
@@ -171,7 +163,7 @@ int main(int argc, char **argv)
 		json_t *r = env_resolve(cp, revision, environment, language, &e);
 		if (!r)
 			sbx_die(&e);
-		return print(r);
+		return sbx_json_answer(r);
 	}
 	if (!strcmp(cmd, "snapshot")) {
 		char *bytes;
@@ -213,5 +205,5 @@ int main(int argc, char **argv)
 	}
 	if (!out)
 		sbx_die(&e);
-	return print(out);
+	return sbx_json_answer(out);
 }

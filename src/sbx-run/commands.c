@@ -32,9 +32,7 @@ int run_cancel_command(const char *dir)
 		sbx_die(&e);
 	}
 	json_t *out = json_pack("{s:b,s:i}", "cancelRequested", 1, "supervisorPid", (int)pid);
-	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
-	json_decref(out);
-	return rc;
+	return sbx_json_answer(out);
 }
 
 /* Whether line n of the stream file at path carries MAC mac. */

@@ -54,10 +54,7 @@ int run_sweep_command(int argc, char **argv)
 		if (dir >= 0)
 			close(dir);
 		if (errno == ENOENT) { /* nothing ran here yet */
-			json_t *out = json_pack("{s:i,s:i}", "removed", 0, "kept", 0);
-			int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
-			json_decref(out);
-			return rc;
+			return sbx_json_answer(json_pack("{s:i,s:i,s:i}", "removed", 0, "kept", 0, "failed", 0));
 		}
 		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "%s: %s", state, strerror(errno));
 		sbx_die(&e);
@@ -81,8 +78,5 @@ int run_sweep_command(int argc, char **argv)
 			failed++;
 	}
 	closedir(d);
-	json_t *out = json_pack("{s:I,s:I,s:I}", "removed", removed, "kept", kept, "failed", failed);
-	int rc = sbx_json_print(stdout, out) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
-	json_decref(out);
-	return rc;
+	return sbx_json_answer(json_pack("{s:I,s:I,s:I}", "removed", removed, "kept", kept, "failed", failed));
 }

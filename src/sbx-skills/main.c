@@ -31,14 +31,6 @@ static void usage(FILE *out)
 	sbx_cli_print_exit_codes(out);
 }
 
-static int print(json_t *v)
-{
-	if (!v)
-		return SBX_EXIT_INTERNAL;
-	sbx_json_print(stdout, v);
-	json_decref(v);
-	return SBX_EXIT_OK;
-}
 
 static struct store store = { .fd = -1 };
 
@@ -88,7 +80,7 @@ static int put(const char *from, const char *data)
 		}
 		close(held);
 	}
-	return print(json_pack("{s:s,s:s}", "id", id, "root", root_of(id, root, sizeof(root))));
+	return sbx_json_answer(json_pack("{s:s,s:s}", "id", id, "root", root_of(id, root, sizeof(root))));
 }
 
 /* The held package id (or the directory on fd, which must be it),
@@ -162,7 +154,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "ls")) {
 		if (n_rest)
 			sbx_cli_usage_error("sbx-skills", "ls takes no arguments");
-		return print(store_list(&store));
+		return sbx_json_answer(store_list(&store));
 	}
 	if (strcmp(cmd, "get") != 0 && strcmp(cmd, "verify") != 0)
 		sbx_cli_usage_error("sbx-skills", "unknown command (see --help)");
@@ -176,7 +168,7 @@ int main(int argc, char **argv)
 	enum verified how;
 	if (!strcmp(cmd, "verify")) {
 		verify(id, fd, &how);
-		return print(json_pack("{s:s,s:s,s:s}", "id", id, "root", root_of(id, root, sizeof(root)), "verified",
+		return sbx_json_answer(json_pack("{s:s,s:s,s:s}", "id", id, "root", root_of(id, root, sizeof(root)), "verified",
 				       how == VERIFIED_STAMP ? "stamp" : "hashed"));
 	}
 	/* get: held means held intact; a tampered copy reads as not held. */
@@ -186,5 +178,5 @@ int main(int argc, char **argv)
 		json_object_set_new(out, "root", json_string(root_of(id, root, sizeof(root))));
 	if (pkg >= 0)
 		close(pkg);
-	return print(out);
+	return sbx_json_answer(out);
 }

@@ -93,9 +93,7 @@ static int emit(json_t *v, struct sbx_error *e)
 {
 	if (!v)
 		sbx_die(e);
-	int rc = sbx_json_print(stdout, v) == 0 ? SBX_EXIT_OK : SBX_EXIT_INTERNAL;
-	json_decref(v);
-	return rc;
+	return sbx_json_answer(v);
 }
 
 int main(int argc, char **argv)
