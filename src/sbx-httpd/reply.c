@@ -3,6 +3,7 @@
  * headers; and the request's accessors (query, header, client gone). */
 #include "reply.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#define FILE_BLOCK (256u << 10) /* bytes read per block of a file sent */
 
 enum MHD_Result reply_json(struct req *r, unsigned status, json_t *body)
 {
@@ -78,9 +81,29 @@ const char *header(struct req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+/* Reads the next block of a file being sent; a file that came up short
+ * (the workload truncated it meanwhile) ends the response as an error, so
+ * the client sees a cut transfer and the connection closes. */
+static ssize_t file_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	ssize_t n;
+	do
+		n = pread((int)(intptr_t)cls, buf, max, (off_t)pos);
+	while (n < 0 && errno == EINTR);
+	return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void file_close(void *cls)
+{
+	close((int)(intptr_t)cls);
+}
+
 enum MHD_Result reply_file(struct req *r, int fd, off_t size)
 {
-	struct MHD_Response *resp = MHD_create_response_from_fd((uint64_t)size, fd);
+	/* Not MHD's sendfile response: on a resumed connection it spins when
+	 * the file shrinks under it. */
+	struct MHD_Response *resp =
+		MHD_create_response_from_callback((uint64_t)size, FILE_BLOCK, file_read, (void *)(intptr_t)fd, file_close);
 	if (!resp) {
 		close(fd);
 		return MHD_NO;

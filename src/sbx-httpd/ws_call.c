@@ -8,6 +8,10 @@
 #include <stdio.h>
 
 #define ANSWER_CAP (256u << 20) /* a listing or a snapshot's JSON */
+/* A backstop, never a pace: the largest job, a snapshot or a copy of a
+ * workspace at its byte cap, takes minutes; nothing a workload leaves in
+ * its tree may hold a request thread longer. */
+#define WS_CALL_TIMEOUT_MS (15 * 60 * 1000)
 
 json_t *ws_call_run(const struct ws_call *c, struct sbx_error *e)
 {
@@ -32,8 +36,8 @@ json_t *ws_call_run(const struct ws_call *c, struct sbx_error *e)
 		sbx_error_set(e, 5, "internal", "out of memory");
 	} else {
 		struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
-				       .extra_fds = &c->fd, .n_extra = c->fd >= 0 ? 1 : 0 };
-		out = sbx_stage_call(&s, 0, ANSWER_CAP, e);
+				       .new_process_group = true, .extra_fds = &c->fd, .n_extra = c->fd >= 0 ? 1 : 0 };
+		out = sbx_stage_call(&s, WS_CALL_TIMEOUT_MS, ANSWER_CAP, e);
 	}
 	sbx_strvec_free(&argv);
 	return out;

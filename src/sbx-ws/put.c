@@ -116,8 +116,13 @@ static bool within_quota(long long max, int dir, int parent, const char *leaf, u
 		return true;
 	if (sbx_quota_usage_at(dir, &u, &e) != 0)
 		return false;
+	/* A walk that could not see everything (an fd limit below a deep
+	 * tree, an unreadable directory) cannot vouch for the quota. */
+	bool whole = u.errors_total == 0 && !u.stopped;
 	unsigned long long total = u.charged_bytes; /* as a run's quota counts */
 	sbx_usage_free(&u);
+	if (!whole)
+		return false;
 	if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
 		unsigned long long size = (unsigned long long)st.st_size, disk = (unsigned long long)st.st_blocks * 512;
 		unsigned long long charged = size > disk ? size : disk;

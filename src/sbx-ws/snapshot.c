@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,11 @@
 #define COPY_CHUNK (1u << 20)
 #define MANIFEST_MAX (16u << 20)
 
-/* Copies in (a file below the workspace) into the object store; its hash. */
-static int store_object(const char *data, int in, char sha[SBX_SHA256_HEX_LEN + 1])
+/* Copies in (a file below the workspace, size bytes when it was opened)
+ * into the object store; its hash. Exactly size bytes: a file that shrank
+ * meanwhile fails, one that grew is stored as it was (the workload cannot
+ * make one snapshot write more than the sizes it was charged for). */
+static int store_object(const char *data, int in, uint64_t size, char sha[SBX_SHA256_HEX_LEN + 1])
 {
 	char objects[PATH_MAX + 32], tmp[PATH_MAX + 64], final[PATH_MAX + 128];
 	snapshot_store_path(data, "objects", objects, sizeof(objects));
@@ -38,15 +42,18 @@ static int store_object(const char *data, int in, char sha[SBX_SHA256_HEX_LEN + 
 	struct sbx_sha256 *h = sbx_sha256_new();
 	char *buf = malloc(COPY_CHUNK);
 	ssize_t n = 0;
-	while (out >= 0 && h && buf && (n = read(in, buf, COPY_CHUNK)) > 0) {
+	uint64_t left = size;
+	while (out >= 0 && h && buf && left > 0 &&
+	       (n = read(in, buf, left < COPY_CHUNK ? (size_t)left : COPY_CHUNK)) > 0) {
 		sbx_sha256_update(h, buf, (size_t)n);
+		left -= (uint64_t)n;
 		if (sbx_write_all(out, buf, (size_t)n) != 0) {
 			n = -1;
 			break;
 		}
 	}
 	free(buf);
-	int rc = out >= 0 && h && n == 0 && fsync(out) == 0 ? 0 : -1;
+	int rc = out >= 0 && h && n >= 0 && left == 0 && fsync(out) == 0 ? 0 : -1;
 	if (h)
 		sbx_sha256_final(h, sha);
 	if (out >= 0)
@@ -61,10 +68,13 @@ static int store_object(const char *data, int in, char sha[SBX_SHA256_HEX_LEN + 
 	return rc;
 }
 
-/* The selected files of the scan, each stored; the files array or NULL. */
-static json_t *store_files(const char *data, int root, const struct sbx_snap_scan *scan, const json_t *clean)
+/* The selected files of the scan, each stored, at most max_bytes in all
+ * (0: no cap) as they are when opened; the files array or NULL. */
+static json_t *store_files(const char *data, int root, const struct sbx_snap_scan *scan, const json_t *clean,
+			   long long max_bytes)
 {
 	json_t *files = json_array();
+	unsigned long long total = 0;
 	for (size_t i = 0; i < scan->len; i++) {
 		const struct sbx_snap_entry *en = &scan->v[i];
 		if (en->type != SBX_ENTRY_FILE || !ws_selected(en->path, clean))
@@ -72,7 +82,9 @@ static json_t *store_files(const char *data, int root, const struct sbx_snap_sca
 		char sha[SBX_SHA256_HEX_LEN + 1];
 		struct stat st;
 		int fd = sbx_open_beneath(root, en->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
-		bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && store_object(data, fd, sha) == 0;
+		bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			  (total += (unsigned long long)st.st_size, !max_bytes || total <= (unsigned long long)max_bytes) &&
+			  store_object(data, fd, (uint64_t)st.st_size, sha) == 0;
 		if (fd >= 0)
 			close(fd);
 		if (!ok) {
@@ -105,13 +117,23 @@ int ws_snapshot(const struct ws_opts *o, const char *raw_key, char *const *paths
 		sbx_error_set(e, SBX_EXIT_USAGE, "scan", "Cannot read the remote workspace");
 		return -1;
 	}
-	struct snapshot_hold hold;
+	/* What the selection weighs, from the scan: over the workspace byte
+	 * cap, nothing is copied (sparse files count at their size). */
+	unsigned long long selected = 0;
+	for (size_t i = 0; i < scan.len; i++)
+		if (scan.v[i].type == SBX_ENTRY_FILE && ws_selected(scan.v[i].path, clean))
+			selected += scan.v[i].size;
+	struct snapshot_hold hold = { .fd = -1 };
 	json_t *files = NULL;
-	if (snapshot_hold(o->data, &hold, e) == 0) {
-		files = store_files(o->data, root, &scan, clean);
+	if (o->max_bytes && selected > (unsigned long long)o->max_bytes) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "too-large",
+			      "Remote workspace snapshot exceeds the workspace byte limit (%lld bytes)", o->max_bytes);
+	} else if (snapshot_hold(o->data, &hold, e) == 0) {
+		files = store_files(o->data, root, &scan, clean, o->max_bytes);
 		if (!files)
 			sbx_error_set(e, SBX_EXIT_USAGE, "vanished",
-				      "Cannot snapshot the remote workspace: a file changed or vanished while it was read");
+				      "Cannot snapshot the remote workspace: a file changed or vanished while it was read, or "
+				      "the selection grew past the workspace byte limit");
 	}
 	close(root);
 	sbx_snap_scan_free(&scan);

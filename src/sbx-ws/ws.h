@@ -29,7 +29,7 @@ struct ws_opts {
 	const char *sha256;        /* put: the body's hash (NULL: unchecked) */
 	mode_t mode;               /* put: 0644 | exec bits */
 	bool overwrite;            /* put */
-	long long max_bytes;       /* put: the workspace quota (0: none) */
+	long long max_bytes;       /* put, snapshot: the workspace quota (0: none) */
 	long long keep, grace_s;   /* collect */
 };
 

@@ -183,6 +183,39 @@ uploads_left() { ls -A "$WORK/data/runner-uploads" | wc -l; }
     cmp "$WORK/big" "$RW/big/big.bin"
 }
 
+@test "a read of a file that shrinks while it is sent ends as a cut transfer, and the whole file reads back byte for byte" {
+    head -c $((32 << 20)) /dev/urandom > "$WORK/big"
+    vput "workspace=shrink&path=big.bin" "$WORK/big"
+    assert_equal "$status_code" 201
+    curl -sS -f -o "$WORK/back" -H "authorization: Bearer $TOKEN" "$BASE/remote-workspace/file?workspace=shrink&path=big.bin"
+    cmp "$WORK/big" "$WORK/back"
+    # A slow reader; once its first bytes are in, the file loses most of its length.
+    rm -f "$WORK/back"
+    timeout 60 curl -sS --limit-rate 1M -o "$WORK/back" -H "authorization: Bearer $TOKEN" \
+        "$BASE/remote-workspace/file?workspace=shrink&path=big.bin" 2> "$WORK/curl.err" &
+    local reader=$!
+    until [ -s "$WORK/back" ]; do sleep 0.05; done
+    truncate -s 1M "$RW/shrink/big.bin"
+    local rc=0
+    wait "$reader" || rc=$?
+    cat "$WORK/curl.err" >&2
+    # curl saw the transfer cut (18: partial file), never a hang (124) nor a whole file.
+    [ "$rc" -eq 18 ]
+    [ "$(stat -c %s "$WORK/back")" -lt $((32 << 20)) ]
+    # Nothing keeps working on the dead transfer: over two seconds the
+    # server uses well under one of CPU (a send loop on the short file
+    # would use all of it).
+    local t0 t1
+    t0=$(awk '{ print $14 + $15 }' "/proc/$HTTPD_PID/stat")
+    sleep 2
+    t1=$(awk '{ print $14 + $15 }' "/proc/$HTTPD_PID/stat")
+    echo "CPU ticks over 2 s: $((t1 - t0))" >&2
+    [ $((t1 - t0)) -lt $(( $(getconf CLK_TCK) / 2 )) ]
+    # The server answers on.
+    api GET "/remote-workspace/files?workspace=shrink"
+    assert_equal "$status_code" 200
+}
+
 @test "snapshots: immutable, survive deletion, only the owner's selected paths read back" {
     put "workspace=s&path=keep/a.txt" alpha
     put "workspace=s&path=other.txt" beta

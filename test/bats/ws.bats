@@ -252,6 +252,33 @@ state() { (cd "$DATA" && find . -printf '%p %y %s\n' | sort); }
     assert_equal "$(ls "$OBJ")" "$(printf v1 | sha256sum | cut -d' ' -f1)"
 }
 
+@test "snapshot: a selection over --max-bytes (sparse files at their size) copies nothing; exit 6" {
+    put k small.txt hi
+    assert_success
+    truncate -s 300M "$RW/k/sparse"
+    run --separate-stderr ws --max-bytes 1048576 snapshot k
+    assert_failure 6
+    [ "$(jq -r .code <<<"$stderr")" = too-large ]
+    [[ "$(jq -r .message <<<"$stderr")" == *"exceeds the workspace byte limit"* ]]
+    [ -z "$(find "$DATA/remote-snapshots" -type f -size +1M 2>/dev/null)" ]
+    # Under the cap the same workspace snapshots, the sparse file stored as its size.
+    rm "$RW/k/sparse"
+    run --separate-stderr ws --max-bytes 1048576 snapshot k
+    assert_success
+}
+
+@test "put: a quota walk that cannot see the whole tree (an fd limit below a deep one) refuses the upload" {
+    put k top.txt x
+    assert_success
+    (cd "$RW/k" && for i in $(seq 120); do mkdir d && cd d; done && head -c 4096 /dev/zero > deep.bin)
+    run --separate-stderr bash -c 'ulimit -n 48; printf "%s" more | sbx-ws --data-dir "$1" put --max-bytes 100000000 -- k new.txt' _ "$DATA"
+    assert_failure 6
+    [ ! -e "$RW/k/new.txt" ]
+    # With room for one fd per level the same upload goes in.
+    put k new.txt more --max-bytes 100000000
+    assert_success
+}
+
 @test "cat --fd-socket hands the open file over SCM_RIGHTS and prints its size" {
     command -v python3 > /dev/null || skip "python3 is not installed"
     put k f 'by fd'
