@@ -32,9 +32,19 @@ static int fail(struct sbx_walk *w, const struct sbx_walk_entry *x, enum sbx_wal
 
 static int walk_dir(struct sbx_walk *w, const struct sbx_walk_entry *dir);
 
+/* A bind mount of the same filesystem keeps its st_dev; the kernel marks
+ * the root of every mount instead. Such a directory is not this tree's. */
+static bool mount_root(int fd)
+{
+	struct statx sx;
+	return statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &sx) == 0 &&
+	       (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
 /* One name below x->parent. A DT_DIR is opened straight away and stat'ed
  * by its fd; anything else (or a DT_DIR swapped for a file or a symlink
- * since the listing) is stat'ed first and opened only when a directory. */
+ * since the listing) is stat'ed first and opened only when a directory.
+ * A directory on another filesystem, or the root of any mount, is skipped. */
 static int visit(struct sbx_walk *w, struct sbx_walk_entry *x, struct stat *st, unsigned char type)
 {
 	x->fd = type == DT_DIR ? openat(x->parent, x->name, DIR_FLAGS) : -1;
@@ -53,7 +63,8 @@ static int visit(struct sbx_walk *w, struct sbx_walk_entry *x, struct stat *st, 
 	/* A mount point is skipped; a directory too deep is closed unentered. */
 	int rc = SBX_WALK_SKIP;
 	bool deep = x->depth > w->max_depth;
-	if (fstat(x->fd, st) == 0 && st->st_dev == w->dev && (rc = w->entry(w, x)) == SBX_WALK_GO && !deep) {
+	if (fstat(x->fd, st) == 0 && st->st_dev == w->dev && !mount_root(x->fd) &&
+	    (rc = w->entry(w, x)) == SBX_WALK_GO && !deep) {
 		w->levels[x->depth].name = x->name;
 		rc = walk_dir(w, x);
 	}

@@ -161,6 +161,43 @@ static void mount_points_are_skipped(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The same for a bind mount of a directory of the same filesystem (its
+ * st_dev is the tree's): a host directory bound in is never walked. */
+static void bind_mounts_are_skipped(void **state)
+{
+	(void)state;
+	mk("b", true);
+	mk("keep", false);
+	char host[PATH_MAX];
+	snprintf(host, sizeof(host), "%s-host", dir);
+	assert_int_equal(mkdir(host, 0700), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char p[PATH_MAX], f[PATH_MAX + 16];
+		snprintf(p, sizeof(p), "%s/b", dir);
+		snprintf(f, sizeof(f), "%s/secret", host);
+		close(open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount(host, p, NULL, MS_BIND, NULL) != 0)
+			_exit(77);
+		struct sbx_walk w = { .max_depth = 10 };
+		struct seen s;
+		walk(&w, &s);
+		_exit(strcmp(s.log, "e keep\n") == 0 ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	char f[PATH_MAX + 16];
+	snprintf(f, sizeof(f), "%s/secret", host);
+	unlink(f);
+	rmdir(host);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static int stop_at_b(struct sbx_walk *w, const struct sbx_walk_entry *x)
 {
 	note(w, x, 'e');
@@ -227,6 +264,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(the_depth_bound_is_reported_not_crossed, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(the_name_cap_ends_the_walk, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(mount_points_are_skipped, make_dir, remove_dir),
+		cmocka_unit_test_setup_teardown(bind_mounts_are_skipped, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(skip_and_stop, make_dir, remove_dir),
 		cmocka_unit_test(paths_are_built_only_as_asked_and_bounded),
 	};
