@@ -28,6 +28,27 @@ int sbx_fd_send(int sock, int fd)
 	return n == 1 ? 0 : -1;
 }
 
+size_t sbx_fd_take(const struct msghdr *msg, int *fds, size_t max)
+{
+	size_t n = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		if (c->cmsg_len < CMSG_LEN(0))
+			break;
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
 int sbx_fd_recv(int sock)
 {
 	char byte;
@@ -44,19 +65,7 @@ int sbx_fd_recv(int sock)
 	if (n < 0)
 		return -1;
 	int got = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (got < 0)
-				got = fd;
-			else
-				close(fd);
-		}
-	}
+	sbx_fd_take(&msg, &got, 1);
 	if (got < 0)
 		errno = (msg.msg_flags & MSG_CTRUNC) ? EMSGSIZE : EAGAIN;
 	return got;

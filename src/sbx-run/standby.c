@@ -3,6 +3,7 @@
  * stdin, the directories it names arriving there as SCM_RIGHTS and set at
  * fds 3, 4, ... as if inherited; EOF ends the request. */
 #include "run.h"
+#include "../lib/fd_pass.h"
 #include "../lib/exitcodes.h"
 
 #include <errno.h>
@@ -42,21 +43,8 @@ char *run_standby_request(size_t cap, size_t *len, struct sbx_error *e)
 		ssize_t n = recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
-		for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
-			if (c->cmsg_len < CMSG_LEN(0))
-				break;
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t i = 0; i < k; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (n_got < STANDBY_FDS)
-					got[n_got++] = fd;
-				else
-					close(fd);
-			}
-		}
+		if (n >= 0)
+			n_got += sbx_fd_take(&msg, got + n_got, STANDBY_FDS - n_got);
 		if (n < 0) {
 			sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "reading the request: %s", strerror(errno));
 			goto fail;
