@@ -27,21 +27,38 @@ for i in range(records):
 db.commit()
 PY
 python3 - "$work/data/remote-snapshots" "$SNAPSHOTS" <<'PY'
+# The remote snapshot store is an sbx-snap store (sbx-ws(1) SNAPSHOTS):
+# per key a ref and its reflog, per snapshot a manifest and an index record.
 import hashlib, json, os, sys, uuid
 store, n = sys.argv[1], int(sys.argv[2])
-os.makedirs(store + "/objects", exist_ok=True)
+for d in ("objects", "refs", "statcache", "tmp", "pins", "index"):
+    os.makedirs("%s/%s" % (store, d), exist_ok=True)
+
+def put(data):
+    sha = hashlib.sha256(data).hexdigest()
+    os.makedirs("%s/objects/%s" % (store, sha[:2]), exist_ok=True)
+    open("%s/objects/%s/%s" % (store, sha[:2], sha[2:]), "wb").write(data)
+    return "sha256:" + sha
+
 for i in range(n):
-    files = []
+    entries = []
     for f in range(20):
         data = ("%d/%d" % (i, f)).encode() * 8
-        sha = hashlib.sha256(data).hexdigest()
-        open("%s/objects/%s" % (store, sha), "wb").write(data)
-        files.append({"path": "f%d" % f, "size": len(data), "sha256": sha, "executable": 0})
-    snap = {"id": str(uuid.uuid4()), "workspace": "k%d" % (i % 100), "capturedAt": "2020-01-01T00:00:%02d.%03dZ" % (i // 1000, i % 1000), "files": files}
-    open("%s/%s.json" % (store, snap["id"]), "w").write(json.dumps(snap))
+        entries.append({"path": "f%d" % f, "type": "file", "exec": False, "size": len(data), "digest": put(data)})
+    entries.sort(key=lambda e: e["path"])
+    digest = put(json.dumps({"mediaType": "application/vnd.sbx.tree.v1+json", "entries": entries},
+                            separators=(",", ":")).encode())
+    key = "k%d" % (i % 100)
+    at = "2020-01-01T00:00:%02d.%03dZ" % (i // 1000, i % 1000)
+    ref = "%s/refs/remote-%s" % (store, hashlib.sha256(key.encode()).hexdigest())
+    open(ref, "w").write(digest + "\n")
+    open(ref + ".log", "a").write(json.dumps({"at": at[:19] + "Z", "digest": digest}, separators=(",", ":")) + "\n")
+    sid = str(uuid.uuid4())
+    open("%s/index/%s.json" % (store, sid), "w").write(json.dumps({"id": sid, "workspace": key, "capturedAt": at, "digest": digest}))
 # Written an hour ago: past any clock slack.
-for name in os.listdir(store + "/objects"):
-    os.utime("%s/objects/%s" % (store, name), (1, 1))
+for root, _, names in os.walk(store + "/objects"):
+    for name in names:
+        os.utime(os.path.join(root, name), (1, 1))
 PY
 rm -f "$work/ready"
 . bench/httpd-start.sh

@@ -262,3 +262,29 @@ done:
 		close(lock);
 	return receipt;
 }
+
+json_t *sbx_snap_commit_entries(const char *store, const char *ref, const struct sbx_snap_scan *s,
+				uint64_t max_manifest, struct sbx_snap_pin *pin, struct sbx_error *e)
+{
+	struct commit c = { .store = store, .e = e };
+	uint64_t files = 0, bytes = 0, size = 0;
+	char digest[72];
+	bool stored = false;
+	json_t *receipt = NULL;
+	if (!sbx_snap_valid_ref(ref)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-ref", "bad ref '%.80s'", ref);
+		return NULL;
+	}
+	/* Shared: a collection's barrier comes before the manifest is stored
+	 * or after the ref names it. */
+	int lock = sbx_snap_prepare(store, e) == 0 ? sbx_snap_lock(store, false, e) : -1;
+	if (lock < 0)
+		return NULL;
+	if (manifest_object(&c, s, NULL, max_manifest, digest, &files, &bytes, &size, &stored) == 0 &&
+	    (!pin || sbx_snap_pin_add(store, pin, digest, e) == 0) &&
+	    sync_and_move_ref(&c, ref, digest, false, false) == 0)
+		receipt = json_pack("{s:s,s:I,s:I,s:I}", "digest", digest, "size", (json_int_t)size, "files",
+				    (json_int_t)files, "bytes", (json_int_t)bytes);
+	close(lock);
+	return receipt;
+}

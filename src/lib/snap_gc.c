@@ -74,6 +74,7 @@ struct sweep {
 	const struct sbx_map *live;
 	struct timespec cutoff;
 	long long removed, kept, freed, longest_hold_ms;
+	long long min_age_ms, next_due_ms; /* when the first object spared as too young comes of age (0: none) */
 };
 
 /* Removes the named candidates of one objects/<xx>/ under the exclusive
@@ -96,6 +97,12 @@ static void remove_batch(struct sweep *s, int dfd, char (*names)[64], size_t n)
 			s->freed += st.st_size;
 		} else {
 			s->kept++;
+			if (S_ISREG(st.st_mode) && !older(&st.st_mtim, &s->cutoff)) {
+				long long due = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 +
+						s->min_age_ms + 1000; /* file times are coarse */
+				if (!s->next_due_ms || due < s->next_due_ms)
+					s->next_due_ms = due;
+			}
 		}
 	}
 	long long held = sbx_mono_ms() - t0;
@@ -167,7 +174,7 @@ json_t *sbx_snap_gc(const char *store, const struct sbx_snap_gc_opts *o, struct 
 {
 	struct snap_retained kept;
 	struct snap_pins pins = { 0 };
-	struct sweep s = { .store = store };
+	struct sweep s = { .store = store, .min_age_ms = (long long)o->min_age_s * 1000 };
 	struct sbx_map live;
 	struct stat st;
 	char path[PATH_MAX];
@@ -240,6 +247,8 @@ json_t *sbx_snap_gc(const char *store, const struct sbx_snap_gc_opts *o, struct 
 				    "statCachesDropped", (json_int_t)kept.caches_dropped, "pinnedRuns", (json_int_t)pinned_runs,
 				    "barrierMs", (json_int_t)barrier_ms, "longestBatchMs", (json_int_t)s.longest_hold_ms,
 				    "durationMs", (json_int_t)(sbx_mono_ms() - t0));
+	if (receipt)
+		json_object_set_new(receipt, "nextDueMs", json_integer(s.next_due_ms));
 	char *text = receipt ? json_dumps(receipt, JSON_COMPACT) : NULL;
 	struct sbx_error ignored;
 	snprintf(path, sizeof(path), "%s/gc.json", store);

@@ -8,6 +8,7 @@
 #include "io.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -62,9 +63,11 @@ int sbx_snap_publish(const char *store, const char *tmp, const char *digest, str
 }
 
 /* Hashes an open file and copies it into the store in one read: at most
- * cap bytes are written, one more read byte is the error. */
-int sbx_snap_store_stream(const char *store, int in, char *buf, uint64_t cap, char digest[72], uint64_t *size,
-			  struct sbx_error *e)
+ * cap bytes are written, one more read byte is the error; exact: exactly
+ * cap bytes are read (a file that grew is stored as it was, one that came
+ * up short fails). */
+static int store_stream(const char *store, int in, char *buf, uint64_t cap, bool exact, char digest[72],
+			uint64_t *size, struct sbx_error *e)
 {
 	char tmp[PATH_MAX];
 	int out = -1, rc = -1;
@@ -78,9 +81,15 @@ int sbx_snap_store_stream(const char *store, int in, char *buf, uint64_t cap, ch
 		goto done;
 	}
 	for (;;) {
-		ssize_t n = read(in, buf, COPY_BUF);
+		size_t want = exact && cap - *size < COPY_BUF ? (size_t)(cap - *size) : COPY_BUF;
+		ssize_t n = want ? read(in, buf, want) : 0;
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (exact && n == 0 && *size < cap) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "snapshot-read", "shorter than the %llu bytes it had when opened",
+				      (unsigned long long)cap);
+			goto done;
+		}
 		if (n > 0 && (uint64_t)n > cap - *size) {
 			sbx_error_set(e, SBX_EXIT_RESOURCE, "too-large", "larger than %llu bytes", (unsigned long long)cap);
 			goto done;
@@ -110,8 +119,14 @@ done:
 	return rc;
 }
 
-int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, struct sbx_snap_pin *pin, char digest[72],
-		      uint64_t *size, struct sbx_error *e)
+int sbx_snap_store_stream(const char *store, int in, char *buf, uint64_t cap, char digest[72], uint64_t *size,
+			  struct sbx_error *e)
+{
+	return store_stream(store, in, buf, cap, false, digest, size, e);
+}
+
+static int store_fd(const char *store, int fd, uint64_t cap, bool exact, struct sbx_snap_pin *pin, char digest[72],
+		    uint64_t *size, struct sbx_error *e)
 {
 	char *buf = malloc(COPY_BUF);
 	int lock = -1, rc = -1;
@@ -121,10 +136,23 @@ int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, struct sbx_snap_p
 	}
 	/* Shared: a collection waits until the object is pinned. */
 	if (sbx_snap_prepare(store, e) == 0 && (lock = sbx_snap_lock(store, false, e)) >= 0 &&
-	    sbx_snap_store_stream(store, fd, buf, cap, digest, size, e) == 0)
+	    store_stream(store, fd, buf, cap, exact, digest, size, e) == 0)
 		rc = pin ? sbx_snap_pin_add(store, pin, digest, e) : 0;
 	if (lock >= 0)
 		close(lock);
 	free(buf);
 	return rc;
+}
+
+int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, struct sbx_snap_pin *pin, char digest[72],
+		      uint64_t *size, struct sbx_error *e)
+{
+	return store_fd(store, fd, cap, false, pin, digest, size, e);
+}
+
+int sbx_snap_store_fd_exact(const char *store, int fd, uint64_t size, struct sbx_snap_pin *pin, char digest[72],
+			    struct sbx_error *e)
+{
+	uint64_t got = 0;
+	return store_fd(store, fd, size, true, pin, digest, &got, e);
 }

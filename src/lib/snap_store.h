@@ -38,6 +38,7 @@
  * cache could not vouch for, manifestStored whether the manifest was new
  * to the store. A manifest over max_manifest bytes is refused (exit 6,
  * code manifest-too-large) before anything of it is stored. */
+struct sbx_snap_scan;
 json_t *sbx_snap_commit(const char *workspace, const char *store, const char *ref, uint64_t max_manifest,
 			struct sbx_error *e);
 struct sbx_snap_scan;
@@ -63,6 +64,18 @@ void sbx_snap_pin_close(struct sbx_snap_pin *p);
  * and no more than cap bytes are ever written. pin may be NULL. */
 int sbx_snap_store_fd(const char *store, int fd, uint64_t cap, struct sbx_snap_pin *pin, char digest[72],
 		      uint64_t *size, struct sbx_error *e);
+
+/* The same for exactly size bytes of fd (what it had when opened): one
+ * that grew is stored as it was, one that came up short fails (exit 2). */
+int sbx_snap_store_fd_exact(const char *store, int fd, uint64_t size, struct sbx_snap_pin *pin, char digest[72],
+			    struct sbx_error *e);
+/* Commits a scan whose file entries carry their digests already (stored
+ * by the caller with its pin): the manifest is stored and pinned (pin may
+ * be NULL), everything made durable, then ref moves with a reflog line,
+ * also when it names that manifest already (each commit is a version).
+ * Returns {digest, size, files, bytes} or NULL. */
+json_t *sbx_snap_commit_entries(const char *store, const char *ref, const struct sbx_snap_scan *scan,
+				uint64_t max_manifest, struct sbx_snap_pin *pin, struct sbx_error *e);
 
 /* A digest ("sha256:<hex>") or a ref name, resolved to a digest. */
 int sbx_snap_resolve(const char *store, const char *what, char digest[72], struct sbx_error *e);

@@ -1,18 +1,19 @@
 /* snapshot.c — immutable remote workspace snapshots (runner-api 4 rows
- * 37-38): each selected file copied into a content-addressed object store
- * while hashed, a manifest per snapshot; reads serve only the owning
- * workspace's selected paths, whatever became of the live workspace. */
+ * 37-38) in the remote snapshot store, an sbx-snap store (snapshot.h):
+ * each selected file copied into its objects while hashed and pinned, a
+ * manifest of exactly the selection committed to the key's ref, an index
+ * record per snapshot id; reads serve only the owning workspace's
+ * selected paths, whatever became of the live workspace. */
 #include "ws.h"
 #include "snapshot.h"
-#include "snapshot_gc.h"
 #include "../lib/atomic_file.h"
 #include "../lib/beneath.h"
 #include "../lib/clock.h"
 #include "../lib/exitcodes.h"
 #include "../lib/hash.h"
-#include "../lib/io.h"
 #include "../lib/json.h"
 #include "../lib/snap_scan.h"
+#include "../lib/snap_store.h"
 #include "../lib/uuid.h"
 #include "../lib/datadir.h"
 
@@ -25,81 +26,62 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define COPY_CHUNK (1u << 20)
 #define MANIFEST_MAX (16u << 20)
 
-/* Copies in (a file below the workspace, size bytes when it was opened)
- * into the object store; its hash. Exactly size bytes: a file that shrank
- * meanwhile fails, one that grew is stored as it was (the workload cannot
- * make one snapshot write more than the sizes it was charged for). */
-static int store_object(const char *data, int in, uint64_t size, char sha[SBX_SHA256_HEX_LEN + 1])
+void snapshot_ref(const char *key, char out[80])
 {
-	char objects[PATH_MAX + 32], tmp[PATH_MAX + 64], final[PATH_MAX + 128];
-	snapshot_store_path(data, "objects", objects, sizeof(objects));
-	mkdir(objects, 0700);
-	snprintf(tmp, sizeof(tmp), "%s/.incoming-XXXXXX", objects);
-	int out = mkostemp(tmp, O_CLOEXEC);
-	struct sbx_sha256 *h = sbx_sha256_new();
-	char *buf = malloc(COPY_CHUNK);
-	ssize_t n = 0;
-	uint64_t left = size;
-	while (out >= 0 && h && buf && left > 0 &&
-	       (n = read(in, buf, left < COPY_CHUNK ? (size_t)left : COPY_CHUNK)) > 0) {
-		sbx_sha256_update(h, buf, (size_t)n);
-		left -= (uint64_t)n;
-		if (sbx_write_all(out, buf, (size_t)n) != 0) {
-			n = -1;
-			break;
-		}
-	}
-	free(buf);
-	int rc = out >= 0 && h && n >= 0 && left == 0 && fsync(out) == 0 ? 0 : -1;
-	if (h)
-		sbx_sha256_final(h, sha);
-	if (out >= 0)
-		close(out);
-	snprintf(final, sizeof(final), "%s/%s", objects, sha);
-	/* Same bytes, same name: an existing object is replaced by this fresh
-	 * copy, which collection spares (snapshot_hold). */
-	if (rc == 0 && rename(tmp, final) != 0)
-		rc = -1;
-	if (rc != 0 && out >= 0)
-		unlink(tmp);
-	return rc;
+	char hex[SBX_SHA256_HEX_LEN + 1];
+	sbx_sha256_hex(key, strlen(key), hex);
+	snprintf(out, 80, "remote-%s", hex);
 }
 
-/* The selected files of the scan, each stored, at most max_bytes in all
- * (0: no cap) as they are when opened; the files array or NULL. */
-static json_t *store_files(const char *data, int root, const struct sbx_snap_scan *scan, const json_t *clean,
-			   long long max_bytes)
+bool snapshot_id_like(const char *id)
+{
+	return strlen(id) == 36 && strspn(id, "0123456789abcdefABCDEF-") == 36;
+}
+
+/* The selected files of the scan, each stored (pinned) for exactly the
+ * size it had when opened, at most max_bytes in all (0: no cap); sel gets
+ * their manifest entries (paths borrowed from scan). The files array or
+ * NULL. */
+static json_t *store_files(const char *store, int root, const struct sbx_snap_scan *scan, const json_t *clean,
+			   long long max_bytes, struct sbx_snap_pin *pin, struct sbx_snap_scan *sel)
 {
 	json_t *files = json_array();
 	unsigned long long total = 0;
+	struct sbx_error se;
 	for (size_t i = 0; i < scan->len; i++) {
 		const struct sbx_snap_entry *en = &scan->v[i];
 		if (en->type != SBX_ENTRY_FILE || !ws_selected(en->path, clean))
 			continue;
-		char sha[SBX_SHA256_HEX_LEN + 1];
+		char digest[72];
 		struct stat st;
 		int fd = sbx_open_beneath(root, en->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, SBX_BENEATH_NO_SYMLINKS);
 		bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 			  (total += (unsigned long long)st.st_size, !max_bytes || total <= (unsigned long long)max_bytes) &&
-			  store_object(data, fd, (uint64_t)st.st_size, sha) == 0;
+			  sbx_snap_store_fd_exact(store, fd, (uint64_t)st.st_size, pin, digest, &se) == 0;
 		if (fd >= 0)
 			close(fd);
 		if (!ok) {
 			json_decref(files);
 			return NULL;
 		}
+		struct sbx_snap_entry *x = &sel->v[sel->len++];
+		memset(x, 0, sizeof(*x));
+		x->path = en->path;
+		x->type = SBX_ENTRY_FILE;
+		x->exec = (st.st_mode & S_IXUSR) != 0;
+		x->size = (uint64_t)st.st_size;
+		memcpy(x->digest, digest, sizeof(x->digest));
 		json_array_append_new(files, json_pack("{s:s,s:I,s:s,s:I}", "path", en->path, "size", (json_int_t)st.st_size,
-						       "sha256", sha, "executable", (json_int_t)(st.st_mode & 0111)));
+						       "sha256", digest + 7, "executable", (json_int_t)(st.st_mode & 0111)));
 	}
 	return files;
 }
 
 int ws_snapshot(const struct ws_opts *o, const char *raw_key, char *const *paths, int n, struct sbx_error *e)
 {
-	char key[SBX_REMOTE_KEY_MAX + 1], id[37], when[32], path[PATH_MAX + 64];
+	char key[SBX_REMOTE_KEY_MAX + 1], id[37], when[32], store[PATH_MAX], path[PATH_MAX + 128], ref[80];
 	json_t *clean = ws_selection(paths, n, o->only, e);
 	if (!clean)
 		return -1;
@@ -108,8 +90,10 @@ int ws_snapshot(const struct ws_opts *o, const char *raw_key, char *const *paths
 		json_decref(clean);
 		return -1;
 	}
+	snapshot_store_path(o->data, NULL, store, sizeof(store));
+	snapshot_ref(key, ref);
 	/* Listed and read relative to the one fd of the key's directory. */
-	struct sbx_snap_scan scan = { 0 };
+	struct sbx_snap_scan scan = { 0 }, sel = { 0 };
 	struct sbx_error se;
 	if (sbx_snap_scan_at(root, &scan, &se) != 0) {
 		close(root);
@@ -123,37 +107,58 @@ int ws_snapshot(const struct ws_opts *o, const char *raw_key, char *const *paths
 	for (size_t i = 0; i < scan.len; i++)
 		if (scan.v[i].type == SBX_ENTRY_FILE && ws_selected(scan.v[i].path, clean))
 			selected += scan.v[i].size;
-	struct snapshot_hold hold = { .fd = -1 };
-	json_t *files = NULL;
-	if (o->max_bytes && selected > (unsigned long long)o->max_bytes) {
+	/* Every object this snapshot stores stays pinned (a live maker's
+	 * flock) until the ref names its manifest and the index record is
+	 * written: no collection, in any process, takes them meanwhile. */
+	struct sbx_snap_pin pin;
+	sbx_snap_pin_init(&pin);
+	json_t *files = NULL, *receipt = NULL;
+	sel.v = calloc(scan.len ? scan.len : 1, sizeof(*sel.v));
+	if (!sel.v) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "Cannot snapshot the remote workspace");
+	} else if (o->max_bytes && selected > (unsigned long long)o->max_bytes) {
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "too-large",
 			      "Remote workspace snapshot exceeds the workspace byte limit (%lld bytes)", o->max_bytes);
-	} else if (snapshot_hold(o->data, &hold, e) == 0) {
-		files = store_files(o->data, root, &scan, clean, o->max_bytes);
+	} else if (sbx_snap_prepare(store, e) == 0) {
+		files = store_files(store, root, &scan, clean, o->max_bytes, &pin, &sel);
 		if (!files)
 			sbx_error_set(e, SBX_EXIT_USAGE, "vanished",
 				      "Cannot snapshot the remote workspace: a file changed or vanished while it was read, or "
 				      "the selection grew past the workspace byte limit");
+		else if (!(receipt = sbx_snap_commit_entries(store, ref, &sel, MANIFEST_MAX, &pin, &se)))
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "record", "Cannot record the snapshot");
 	}
 	close(root);
+	free(sel.v); /* its paths are the scan's */
 	sbx_snap_scan_free(&scan);
 	json_decref(clean);
-	if (!files) {
-		if (hold.fd >= 0)
-			snapshot_release(&hold);
+	if (!receipt) {
+		json_decref(files);
+		sbx_snap_pin_close(&pin);
 		return -1;
 	}
 	sbx_uuid4("", id, sizeof(id));
 	sbx_iso_time(sbx_wall_ms(), when);
-	json_t *snap = json_pack("{s:s,s:s,s:s,s:o}", "id", id, "workspace", key, "capturedAt", when, "files", files);
-	char *text = json_dumps(snap, JSON_COMPACT);
-	snapshot_store_path(o->data, id, path, sizeof(path));
-	strcat(path, ".json");
-	bool written = text && sbx_atomic_write(path, text, strlen(text), 0600, &se) == 0;
-	snapshot_release(&hold);
-	json_decref(snap);
+	json_t *rec = json_pack("{s:s,s:s,s:s,s:O}", "id", id, "workspace", key, "capturedAt", when, "digest",
+				json_object_get(receipt, "digest"));
+	char *rec_text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+	snprintf(path, sizeof(path), "%s/" SNAPSHOT_INDEX_DIR, store);
+	bool written = rec_text && sbx_mkdir_p(path, 0700, &se) == 0 &&
+		       (snprintf(path, sizeof(path), "%s/" SNAPSHOT_INDEX_DIR "/%s.json", store, id),
+			sbx_atomic_write(path, rec_text, strlen(rec_text), 0600, &se) == 0);
+	sbx_snap_pin_close(&pin);
+	free(rec_text);
+	json_decref(rec);
+	json_decref(receipt);
 	if (!written) {
-		free(text);
+		json_decref(files);
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "record", "Cannot record the snapshot");
+		return -1;
+	}
+	json_t *snap = json_pack("{s:s,s:s,s:s,s:o}", "id", id, "workspace", key, "capturedAt", when, "files", files);
+	char *text = snap ? json_dumps(snap, JSON_COMPACT) : NULL;
+	json_decref(snap);
+	if (!text) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "record", "Cannot record the snapshot");
 		return -1;
 	}
@@ -162,17 +167,12 @@ int ws_snapshot(const struct ws_opts *o, const char *raw_key, char *const *paths
 	return 0;
 }
 
-static bool uuid_like(const char *id)
-{
-	return strlen(id) == 36 && strspn(id, "0123456789abcdefABCDEF-") == 36;
-}
-
 /* snapshot-cat KEY ID PATH: the object of PATH in the snapshot, served
  * when the snapshot is KEY's and selected PATH. */
 int ws_snapshot_cat(const struct ws_opts *o, const char *raw_key, const char *id, const char *raw_path,
 		    struct sbx_error *e)
 {
-	char key[SBX_REMOTE_KEY_MAX + 1], rel[SBX_REMOTE_PATH_MAX + 1], path[PATH_MAX + 128];
+	char key[SBX_REMOTE_KEY_MAX + 1], rel[SBX_REMOTE_PATH_MAX + 1], store[PATH_MAX], path[PATH_MAX + 128];
 	struct sbx_error le;
 	if (!sbx_remote_key(raw_key, key, sizeof(key))) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "invalid-key", "Invalid remote workspace key");
@@ -180,41 +180,39 @@ int ws_snapshot_cat(const struct ws_opts *o, const char *raw_key, const char *id
 	}
 	if (!ws_rel_path(raw_path, rel, e))
 		return -1;
-	json_t *snap = NULL;
-	if (uuid_like(id)) {
-		snapshot_store_path(o->data, id, path, sizeof(path));
-		strcat(path, ".json");
-		snap = sbx_json_load(path, MANIFEST_MAX, &le);
+	snapshot_store_path(o->data, NULL, store, sizeof(store));
+	json_t *rec = NULL, *manifest = NULL;
+	if (snapshot_id_like(id)) {
+		snprintf(path, sizeof(path), "%s/" SNAPSHOT_INDEX_DIR "/%s.json", store, id);
+		rec = sbx_json_load(path, SNAPSHOT_INDEX_MAX, &le);
 	}
-	/* Another workspace's snapshot reads exactly like a missing one. */
-	if (!snap || strcmp(sbx_json_string_or(snap, "workspace", ""), key) != 0) {
-		json_decref(snap);
+	const char *digest = sbx_json_string_or(rec, "digest", "");
+	/* Another workspace's snapshot reads exactly like a missing one, and
+	 * so does one whose manifest collection dropped. */
+	if (!rec || strcmp(sbx_json_string_or(rec, "workspace", ""), key) != 0 || !sbx_snap_valid_digest(digest) ||
+	    !(manifest = sbx_snap_manifest(store, digest, &le))) {
+		json_decref(rec);
 		sbx_error_set(e, SBX_EXIT_USAGE, "snapshot-not-found", "Remote workspace snapshot not found");
 		return -1;
 	}
-	const char *sha = NULL;
+	json_decref(rec);
+	const char *obj = NULL;
 	size_t i;
 	json_t *f;
-	json_array_foreach(json_object_get(snap, "files"), i, f) {
+	json_array_foreach(json_object_get(manifest, "entries"), i, f) {
 		const char *p = json_string_value(json_object_get(f, "path"));
-		if (p && !strcmp(p, rel))
-			sha = json_string_value(json_object_get(f, "sha256"));
+		if (p && !strcmp(p, rel) && !strcmp(sbx_json_string_or(f, "type", ""), "file"))
+			obj = json_string_value(json_object_get(f, "digest"));
 	}
-	if (!sha || strlen(sha) != SBX_SHA256_HEX_LEN || strspn(sha, "0123456789abcdef") != SBX_SHA256_HEX_LEN) {
-		json_decref(snap);
+	if (!obj || !sbx_snap_valid_digest(obj)) {
+		json_decref(manifest);
 		sbx_error_set(e, SBX_EXIT_USAGE, "not-selected", "The path was not selected in this snapshot: %s", rel);
 		return -1;
 	}
-	char name[SBX_SHA256_HEX_LEN + 16];
-	snprintf(name, sizeof(name), "objects/%s", sha);
-	snapshot_store_path(o->data, name, path, sizeof(path));
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 && errno == ENOENT) { /* collection has it aside for a moment (snapshot_gc.c) */
-		snprintf(name, sizeof(name), "objects/.doomed-%s", sha);
-		snapshot_store_path(o->data, name, path, sizeof(path));
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	}
-	json_decref(snap);
+	int fd = sbx_snap_object_path(store, obj, path, sizeof(path)) == 0
+			 ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+			 : -1;
+	json_decref(manifest);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		if (fd >= 0)

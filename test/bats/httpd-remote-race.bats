@@ -101,7 +101,10 @@ answers_clean() {
 outside_untouched() {
     assert_equal "$(outside_listing)" "$BEFORE"
     assert_equal "$(cat "$OUT/secret")" "$SECRET"
-    [ ! -e "$WORK/data/remote-snapshots/objects/$(printf '%s\n' "$SECRET" | sha256sum | cut -d' ' -f1)" ]
+    local hex
+    hex=$(printf '%s\n' "$SECRET" | sha256sum | cut -d' ' -f1)
+    [ ! -e "$WORK/data/remote-snapshots/objects/${hex:0:2}/${hex:2}" ]
+    ! grep -rqF -- "$SECRET" "$WORK/data/remote-snapshots" 2>/dev/null
 }
 
 # fire_and_check: fires, stops the attacker, then: every answer clean, both

@@ -321,6 +321,17 @@ snap() {
 }
 
 sha_of() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
+# obj CONTENT: where the remote snapshot store (an sbx-snap store, $OBJ
+# its objects) keeps CONTENT.
+obj() {
+    local hex
+    hex=$(sha_of "$1")
+    printf '%s/%s/%s' "$OBJ" "${hex:0:2}" "${hex:2}"
+}
+# versions KEY: how many snapshots the key's ref still holds.
+versions() {
+    sbx-snap log --ref "remote-$(sha_of "$1")" --store "$WORK/data/remote-snapshots" | wc -l
+}
 
 @test "snapshot collection: the newest per key stay, unreferenced objects go after the grace, referenced ones stay" {
     httpd_stop
@@ -337,24 +348,26 @@ sha_of() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
     put "workspace=other&path=b.txt" v1
     snap other null
     o1=$snap_id
-    # Leftovers no snapshot names: one past the grace, one within it.
-    printf old > "$OBJ/$(sha_of old)"
-    touch -d '2 hours ago' "$OBJ/$(sha_of old)"
-    printf young > "$OBJ/$(sha_of young)"
-    printf partial > "$OBJ/.incoming-crashed"
-    touch -d '2 hours ago' "$OBJ/.incoming-crashed"
+    # Leftovers no snapshot names: one past the grace, one within it,
+    # and a crashed writer's partial object.
+    mkdir -p "$(dirname "$(obj old)")" "$(dirname "$(obj young)")"
+    printf old > "$(obj old)"
+    touch -d '2 hours ago' "$(obj old)"
+    printf young > "$(obj young)"
+    printf partial > "$WORK/data/remote-snapshots/tmp/obj.crashed"
+    touch -d '2 hours ago' "$WORK/data/remote-snapshots/tmp/obj.crashed"
     put "workspace=k&path=a.txt&conflict=overwrite" v3
     snap k '["a.txt"]'
     s3=$snap_id
     # The third snapshot of k asks for a pass: s1 goes, and the old leftovers.
     for _ in $(seq 100); do
-        [ -e "$OBJ/$(sha_of old)" ] || [ -e "$OBJ/.incoming-crashed" ] || break
+        [ -e "$(obj old)" ] || [ -e "$WORK/data/remote-snapshots/tmp/obj.crashed" ] || break
         sleep 0.1
     done
-    [ ! -e "$OBJ/$(sha_of old)" ]
-    [ ! -e "$OBJ/.incoming-crashed" ]
-    [ -e "$OBJ/$(sha_of young)" ]
-    [ ! -e "$WORK/data/remote-snapshots/$s1.json" ]
+    [ ! -e "$(obj old)" ]
+    [ ! -e "$WORK/data/remote-snapshots/tmp/obj.crashed" ]
+    [ -e "$(obj young)" ]
+    assert_equal "$(versions k) $(versions other)" "2 1"
     api GET "/remote-workspace/snapshots/$s1/file?workspace=k&path=a.txt"
     assert_equal "$status_code $(jq_out .error)" "400 Remote workspace snapshot not found"
     # v1 is still named by other's snapshot; v2 and v3 by k's two.
@@ -367,18 +380,21 @@ sha_of() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
     httpd_stop
     httpd_start SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP=1 SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS=0
     for _ in $(seq 100); do
-        [ -e "$OBJ/$(sha_of young)" ] || [ -e "$OBJ/$(sha_of v2)" ] || break
+        [ -e "$(obj young)" ] || [ -e "$(obj v2)" ] || break
         sleep 0.1
     done
-    [ ! -e "$OBJ/$(sha_of young)" ]
-    [ ! -e "$OBJ/$(sha_of v2)" ]
+    [ ! -e "$(obj young)" ]
+    [ ! -e "$(obj v2)" ]
     api GET "/remote-workspace/snapshots/$s2/file?workspace=k&path=a.txt"
     assert_equal "$status_code" 400
     api GET "/remote-workspace/snapshots/$s3/file?workspace=k&path=a.txt"
     assert_equal "$status_code $output" "200 v3"
     api GET "/remote-workspace/snapshots/$o1/file?workspace=other&path=b.txt"
     assert_equal "$status_code $output" "200 v1"
-    assert_equal "$(ls "$OBJ" | sort | tr '\n' ' ')" "$(printf '%s\n' "$(sha_of v1)" "$(sha_of v3)" | sort | tr '\n' ' ')"
+    # Left: v1 and v3, and the two kept snapshots' manifests.
+    [ -e "$(obj v1)" ] && [ -e "$(obj v3)" ]
+    assert_equal "$(find "$OBJ" -type f | wc -l)" 4
+    assert_equal "$(versions k) $(versions other)" "1 1"
     run curl -sS "$BASE/health"
     [ "$(jq .retention.collected.snapshotObjects <<<"$output")" -ge 2 ]
 }
@@ -407,13 +423,15 @@ sha_of() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
     done
     wait "${pids[0]}" && wait "${pids[1]}" || fail "a snapshot did not read back: $(cat "$WORK/race.err")"
     # Both keys' last snapshots hold content-0: content-1 goes, they read.
+    # Their manifests are the same tree (f: content-0), one object.
     OBJ="$WORK/data/remote-snapshots/objects"
     for _ in $(seq 100); do
-        [ "$(ls -A "$OBJ")" = "$(sha_of content-0)" ] && break
+        [ ! -e "$(obj content-1)" ] && [ "$(find "$OBJ" -type f | wc -l)" = 2 ] && break
         sleep 0.1
     done
-    assert_equal "$(ls -A "$OBJ")" "$(sha_of content-0)"
-    assert_equal "$(ls "$WORK/data/remote-snapshots" | grep -c '\.json$')" 2
+    [ ! -e "$(obj content-1)" ] && [ -e "$(obj content-0)" ]
+    assert_equal "$(find "$OBJ" -type f | wc -l)" 2
+    assert_equal "$(versions ka) $(versions kb)" "1 1"
     for key in ka kb; do
         api GET "/remote-workspace/snapshots/$(cat "$WORK/last-$key")/file?workspace=$key&path=f"
         assert_equal "$status_code $output" "200 content-0"

@@ -201,55 +201,84 @@ state() { (cd "$DATA" && find . -printf '%p %y %s\n' | sort); }
     run --separate-stderr ws snapshot --only k
     assert_success
     assert_equal "$(jq -c .files <<<"$output")" "[]"
-    # No hold outlives its snapshot.
-    assert_equal "$(ls -A "$DATA/remote-snapshots/holds")" ""
+    # The store is an sbx-snap store: each snapshot is a version of the
+    # key's ref, and no pin outlives its snapshot.
+    run --separate-stderr sbx-snap log --ref "remote-$(printf k | sha256sum | cut -d' ' -f1)" --store "$DATA/remote-snapshots"
+    assert_success
+    assert_equal "$(wc -l <<<"$output")" 2
+    assert_equal "$(ls -A "$DATA/remote-snapshots/pins")" ""
 }
 
-@test "collect: the newest per key stay, what only older ones named goes; a dead maker's hold goes" {
+# obj CONTENT: where the remote snapshot store (an sbx-snap store) keeps CONTENT.
+obj() {
+    local hex
+    hex=$(printf '%s' "$1" | sha256sum | cut -d' ' -f1)
+    printf '%s/remote-snapshots/objects/%s/%s' "$DATA" "${hex:0:2}" "${hex:2}"
+}
+
+@test "collect: the newest per key stay, what only older ones named goes; a dead maker's pin goes" {
     put k f v1
     run --separate-stderr ws snapshot k
     s1=$(jq_out .id)
     put k f v2 --overwrite
     run --separate-stderr ws snapshot k
     s2=$(jq_out .id)
-    # A hold nobody has flocked is a crashed snapshot's.
-    : > "$DATA/remote-snapshots/holds/hold-crashed"
+    put j g v1
+    run --separate-stderr ws snapshot j
+    j1=$(jq_out .id)
+    # A pin nobody has flocked is a crashed snapshot's.
+    : > "$DATA/remote-snapshots/pins/run.crashed"
     run --separate-stderr ws collect --keep 1 --grace-s 0
     assert_success
     assert_equal "$(jq -c '[.manifests]' <<<"$output")" '[1]'
-    [ ! -e "$DATA/remote-snapshots/$s1.json" ]
-    [ ! -e "$DATA/remote-snapshots/holds/hold-crashed" ]
+    [ ! -e "$DATA/remote-snapshots/pins/run.crashed" ]
+    run --separate-stderr sbx-snap log --ref "remote-$(printf k | sha256sum | cut -d' ' -f1)" --store "$DATA/remote-snapshots"
+    assert_equal "$(wc -l <<<"$output")" 1
     run --separate-stderr ws snapshot-cat k "$s2" f
     assert_equal "$output" v2
+    # v1 is still named by j's snapshot.
+    [ -e "$(obj v1)" ]
+    run --separate-stderr ws snapshot-cat j "$j1" g
+    assert_equal "$output" v1
     run --separate-stderr ws snapshot-cat k "$s1" f
     assert_failure 2
+    assert_equal "$(jq -r .message <<<"$stderr")" "Remote workspace snapshot not found"
+    # A second pass finds nothing more to drop.
+    run --separate-stderr ws collect --keep 1 --grace-s 0
+    assert_success
+    assert_equal "$(jq_out .manifests)" 0
 }
 
-@test "collect spares what was written since a live snapshot's hold began, until its maker lets go" {
+@test "collect spares what a live snapshot pinned, until its maker lets go" {
     put k f v1
     run --separate-stderr ws snapshot k
     assert_success
-    OBJ="$DATA/remote-snapshots/objects"
-    # An object no manifest names, written an hour ago, and a hold begun
-    # two hours ago that this shell keeps flocked (a snapshot being made).
-    printf orphan > "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)"
-    touch -d '1 hour ago' "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)"
-    hold="$DATA/remote-snapshots/holds/hold-live"
-    : > "$hold"
-    touch -d '2 hours ago' "$hold"
-    exec {lock}<"$hold"
+    id=$(jq_out .id)
+    # An object no snapshot names, written an hour ago, and a pin naming
+    # it that this shell keeps flocked (a snapshot being made).
+    mkdir -p "$(dirname "$(obj orphan)")"
+    printf orphan > "$(obj orphan)"
+    touch -d '1 hour ago' "$(obj orphan)"
+    pin="$DATA/remote-snapshots/pins/run.live"
+    printf 'sha256:%s\n' "$(printf orphan | sha256sum | cut -d' ' -f1)" > "$pin"
+    exec {lock}<"$pin"
     flock -x "$lock"
     run --separate-stderr ws collect --keep 1 --grace-s 0
     assert_success
-    [ -e "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)" ]
-    [ -e "$hold" ]
+    assert_equal "$(jq_out .objects)" 0
+    [ -e "$(obj orphan)" ]
+    [ -e "$pin" ]
     exec {lock}<&-
     run --separate-stderr ws collect --keep 1 --grace-s 0
     assert_success
     assert_equal "$(jq_out .objects)" 1
-    [ ! -e "$OBJ/$(printf orphan | sha256sum | cut -d' ' -f1)" ]
-    [ ! -e "$hold" ]
-    assert_equal "$(ls "$OBJ")" "$(printf v1 | sha256sum | cut -d' ' -f1)"
+    [ ! -e "$(obj orphan)" ]
+    [ ! -e "$pin" ]
+    # What is left: v1 and the snapshot's manifest, and it reads.
+    [ -e "$(obj v1)" ]
+    assert_equal "$(find "$DATA/remote-snapshots/objects" -type f | wc -l)" 2
+    run --separate-stderr ws snapshot-cat k "$id" f
+    assert_equal "$output" v1
 }
 
 @test "snapshot: a selection over --max-bytes (sparse files at their size) copies nothing; exit 6" {
