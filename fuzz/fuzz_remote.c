@@ -3,7 +3,7 @@
  * path that passes has no '.'/'..'/empty segment and no '\'; a decoded
  * text re-encodes (OpenSSL) to exactly itself. */
 #include "base64.h"
-#include "../src/lib/remote_path.c" /* the grammars sbx-httpd and sbx-ws share */
+#include "remote_path.h" /* the grammars sbx-httpd and sbx-ws share */
 
 #include <openssl/evp.h>
 #include <stdint.h>

@@ -143,7 +143,7 @@ static void mount_points_are_skipped(void **state)
 	if (pid == 0) {
 		char p[PATH_MAX];
 		snprintf(p, sizeof(p), "%s/m", dir);
-		if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
 		    mount("tmpfs", p, "tmpfs", 0, "size=64k") != 0)
 			_exit(77);
 		strcat(p, "/inside");
@@ -178,8 +178,8 @@ static void bind_mounts_are_skipped(void **state)
 		snprintf(p, sizeof(p), "%s/b", dir);
 		snprintf(f, sizeof(f), "%s/secret", host);
 		close(open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-		if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-		    mount(host, p, NULL, MS_BIND, NULL) != 0)
+		if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount(host, p, "none", MS_BIND, NULL) != 0)
 			_exit(77);
 		struct sbx_walk w = { .max_depth = 10 };
 		struct seen s;
