@@ -2,8 +2,8 @@
  * 5.7) as sbx-ws children: sbx-httpd checks the request's shape and the
  * key and path grammars, the stage does every filesystem operation beneath
  * the key's fd. A file read comes back as an open fd over a socket
- * (SCM_RIGHTS) and is sent with sendfile: no byte of it passes through a
- * pipe or a buffer here. An upload's staged file goes to the stage as an fd. */
+ * (SCM_RIGHTS) and is sent from that fd (reply_file): no name is opened
+ * twice. An upload's staged file goes to the stage as an fd. */
 #include "remote.h"
 #include "server.h"
 #include "reply.h"

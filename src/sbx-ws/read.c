@@ -1,7 +1,7 @@
 /* read.c — cat: a file opened once below the key's fd (symlinks followed
  * only while they stay inside: the kernel refuses an escape; a FIFO or a
  * device opened without blocking and refused), then served: its fd handed
- * over a socket (sbx-httpd sends it with sendfile), or its bytes on stdout. */
+ * over a socket (sbx-httpd sends from it), or its bytes on stdout. */
 #include "ws.h"
 #include "../lib/beneath.h"
 #include "../lib/exitcodes.h"
