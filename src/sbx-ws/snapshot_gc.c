@@ -2,8 +2,8 @@
  * (each key's ref keeps the last `keep` versions of its reflog; an object
  * nothing kept reaches goes once older than the grace, unless a snapshot
  * being made pins it), then the index records of the snapshots it dropped:
- * past the newest `keep` of their key, or naming a version its key's
- * reflog no longer holds, or a manifest no longer stored. */
+ * those naming a version its key's reflog no longer holds, or a manifest
+ * no longer stored. */
 #include "ws.h"
 #include "snapshot_gc.h"
 #include "snapshot.h"
@@ -28,7 +28,7 @@ struct record {
 	char *key, captured[32], digest[72];
 };
 
-/* Per key, newest first (capturedAt, then name). */
+/* Per key (so one reflog is read per key), newest first. */
 static int by_key_newest(const void *a, const void *b)
 {
 	const struct record *x = a, *y = b;
@@ -58,7 +58,7 @@ static bool version_kept(const char *store, const char *key, const char *digest,
 }
 
 /* The index records past retention go; their count. */
-static long long prune_index(const char *store, long long keep)
+static long long prune_index(const char *store)
 {
 	char path[PATH_MAX + 64];
 	snprintf(path, sizeof(path), "%s/" SNAPSHOT_INDEX_DIR, store);
@@ -108,15 +108,18 @@ static long long prune_index(const char *store, long long keep)
 	closedir(d);
 	if (n)
 		qsort(v, n, sizeof(*v), by_key_newest);
+	/* A record goes when its version left the key's reflog (collection
+	 * trimmed it to the newest keep) or its manifest is gone: the reflog's
+	 * order, the order the ref moved in, is the one that counts, never
+	 * capturedAt (two snapshots of a key made at once may be stamped in the
+	 * other order). */
 	long long removed = 0;
-	size_t rank = 0;
 	json_t *log = NULL;
 	const char *log_key = NULL;
 	for (size_t i = 0; i < n; i++) {
-		rank = i && !strcmp(v[i].key, v[i - 1].key) ? rank + 1 : 0;
 		char obj[PATH_MAX];
 		struct stat st;
-		bool gone = (keep && rank >= (size_t)keep) || !version_kept(store, v[i].key, v[i].digest, &log, &log_key) ||
+		bool gone = !version_kept(store, v[i].key, v[i].digest, &log, &log_key) ||
 			    sbx_snap_object_path(store, v[i].digest, obj, sizeof(obj)) != 0 || stat(obj, &st) != 0;
 		if (gone && (unlinkat(dir, v[i].name, 0) == 0 || errno == ENOENT))
 			removed++;
@@ -146,7 +149,7 @@ int snapshots_collect(const char *data, long long keep, long long grace_s, struc
 	out->objects = json_integer_value(json_object_get(receipt, "removed"));
 	out->next_due_ms = json_integer_value(json_object_get(receipt, "nextDueMs"));
 	json_decref(receipt);
-	out->manifests = prune_index(store, keep);
+	out->manifests = prune_index(store);
 	return 0;
 }
 

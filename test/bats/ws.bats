@@ -308,6 +308,28 @@ obj() {
     assert_success
 }
 
+@test "collect --keep 1 after two snapshots of one key made at once keeps the one its ref holds readable" {
+    mkdir -p "$RW/k/a" "$RW/k/b"
+    local i lost=0
+    for i in $(seq 30); do
+        echo "a$i" > "$RW/k/a/f"
+        echo "b$i" > "$RW/k/b/f"
+        ws snapshot k a > "$BATS_TEST_TMPDIR/sa" &
+        ws snapshot k b > "$BATS_TEST_TMPDIR/sb" &
+        wait
+        ws collect --keep 1 --grace-s 0 > /dev/null
+        # The ref's newest version is one of the two: its snapshot reads back.
+        local readable=0 id
+        for id in $(jq -r .id "$BATS_TEST_TMPDIR/sa" "$BATS_TEST_TMPDIR/sb"); do
+            ws snapshot-cat k "$id" a/f > /dev/null 2>&1 && readable=1
+            ws snapshot-cat k "$id" b/f > /dev/null 2>&1 && readable=1
+        done
+        [ "$readable" -eq 1 ] || lost=$((lost + 1))
+    done
+    echo "rounds that lost both: $lost" >&2
+    [ "$lost" -eq 0 ]
+}
+
 @test "cat --fd-socket hands the open file over SCM_RIGHTS and prints its size" {
     command -v python3 > /dev/null || skip "python3 is not installed"
     put k f 'by fd'
