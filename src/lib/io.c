@@ -90,19 +90,8 @@ int sbx_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e)
-{
-	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
-		return -1;
-	}
-	int listable = sbx_open_walk_root_at(fd, root, st, e);
-	close(fd);
-	return listable;
-}
-
-int sbx_open_walk_root_at(int rootfd, const char *name, struct stat *st, struct sbx_error *e)
+/* The walk root held as a directory fd; name is for messages. */
+static int open_walk_root_at(int rootfd, const char *name, struct stat *st, struct sbx_error *e)
 {
 	int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, st) != 0) {
@@ -112,6 +101,18 @@ int sbx_open_walk_root_at(int rootfd, const char *name, struct stat *st, struct 
 		return -1;
 	}
 	return fd;
+}
+
+int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e)
+{
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", root, strerror(errno));
+		return -1;
+	}
+	int listable = open_walk_root_at(fd, root, st, e);
+	close(fd);
+	return listable;
 }
 
 int sbx_process_start_time(pid_t pid, char *out, size_t size)

@@ -19,8 +19,6 @@ char *sbx_read_file_capped(const char *path, size_t cap, size_t *len,
 /* Opens a directory a walk starts from and stats it; -1 with an error
  * naming root (exit 2). */
 int sbx_open_walk_root(const char *root, struct stat *st, struct sbx_error *e);
-/* The same for a directory fd (O_PATH too); name is for messages. */
-int sbx_open_walk_root_at(int rootfd, const char *name, struct stat *st, struct sbx_error *e);
 /* A process's start time (field 22 of /proc/<pid>/stat) as text, so a
  * recorded pid can be told from a later process that reuses it. */
 int sbx_process_start_time(pid_t pid, char *out, size_t size);

@@ -9,7 +9,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
-void sbx_stage_error(const struct sbx_capture *c, const char *stage, struct sbx_error *e)
+/* e from a finished stage's capture: its last stderr line read as a
+ * diagnostic (code, message, remedy), else the line itself, else how the
+ * stage ended. The exit class is the stage's exit status when it has one. */
+static void stage_error(const struct sbx_capture *c, const char *stage, struct sbx_error *e)
 {
 	char line[1200];
 	int status = WIFEXITED(c->status) ? WEXITSTATUS(c->status) : -1;
@@ -55,7 +58,7 @@ int sbx_stage_call_bytes(const struct sbx_spawn *s, int timeout_ms, size_t cap, 
 		*len = c.out_len;
 		c.out = NULL;
 	} else {
-		sbx_stage_error(&c, stage, e);
+		stage_error(&c, stage, e);
 	}
 	sbx_capture_free(&c);
 	return ok ? 0 : -1;

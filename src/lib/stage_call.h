@@ -18,9 +18,5 @@ json_t *sbx_stage_call(const struct sbx_spawn *s, int timeout_ms, size_t cap, st
  * caller frees) and *len on exit 0; -1 with e as above. */
 int sbx_stage_call_bytes(const struct sbx_spawn *s, int timeout_ms, size_t cap, char **out, size_t *len,
 			 struct sbx_error *e);
-/* e from a finished stage's capture: its last stderr line read as a
- * diagnostic (code, message, remedy), else the line itself, else how the
- * stage ended. The exit class is the stage's exit status when it has one. */
-void sbx_stage_error(const struct sbx_capture *c, const char *stage, struct sbx_error *e);
 
 #endif
