@@ -12,7 +12,7 @@ CFLAGS   += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 \
 # --as-needed: a program loads only the libraries it calls (libcrypto alone
 # costs a launch about a millisecond).
 LDFLAGS  += -Wl,--as-needed
-LDLIBS   := -ljansson -lseccomp -lcrypto -lcap-ng -lmicrohttpd -lsqlite3 -lcurl -lpthread
+LDLIBS   := -ljansson -lseccomp -lssl -lcrypto -lcap-ng -lmicrohttpd -lsqlite3 -lcurl -lpthread
 # runnerVersion: the commit's 8 hex digits, "-dirty" with local changes.
 BUILD_ID := $(or $(shell git rev-parse --short=8 HEAD 2>/dev/null),unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 # try-syscall probes raw syscalls: sanitizer interceptors would change what it

@@ -14,7 +14,7 @@ static void check_rewrite(const struct sbx_http_head *h)
 	static char out[SBX_HTTP_HEAD_MAX + 8192];
 	char why[200];
 	size_t n;
-	if (sbx_http_forward_request(h, "a.example", 8080, "/", false, NULL, out, sizeof(out), &n) != 0)
+	if (sbx_http_forward_request(h, "a.example", 8080, "/", false, NULL, false, out, sizeof(out), &n) != 0)
 		return;
 	struct sbx_http_head again;
 	if (sbx_http_parse_request(out, n, &again, why, sizeof(why)) != 0 || again.length != n)

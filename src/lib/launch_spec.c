@@ -44,6 +44,7 @@ static const struct sbx_json_field skills_fields[] = {
 static const struct sbx_json_field network_fields[] = {
 	{ "mode", SBX_JSON_STRING, true, false },
 	{ "socket", SBX_JSON_STRING, false, false },
+	{ "caCertificate", SBX_JSON_STRING, false, false },
 };
 static const struct sbx_json_field environment_fields[] = {
 	{ "prefix", SBX_JSON_STRING, true, false },
@@ -197,6 +198,13 @@ static int parse_network(const json_t *net, struct sbx_launch_spec *s, struct sb
 			      socket);
 		return -1;
 	}
+	/* The gateway's per-run CA (a secret's hosts are intercepted): added
+	 * to the bundle the sandbox trusts. */
+	const char *ca = sbx_json_string_or(net, "caCertificate", NULL);
+	if (ca && ca[0] != '/')
+		return bad(e, "bad-field", "network.caCertificate", "must be the absolute path of a PEM certificate");
+	if (ca && !(s->egress_ca = strdup(ca)))
+		return bad(e, "no-memory", "network.caCertificate", "out of memory");
 	s->profile = SBX_SECCOMP_NETWORK;
 	return 0;
 }
@@ -341,6 +349,7 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	sbx_host_dir_close(&s->skills_root);
 	sbx_host_dir_close(&s->skills_ext);
 	free(s->egress_socket);
+	free(s->egress_ca);
 	sbx_launch_devices_free(&s->devices);
 	memset(s, 0, sizeof(*s));
 	s->workspace = s->ro_parent = s->cwd_dir = s->env_prefix = SBX_HOST_DIR_NONE;

@@ -40,6 +40,7 @@ struct sbx_launch_spec {
 	struct sbx_host_dir skills_root; /* a skill package, read-only at /skills */
 	struct sbx_host_dir skills_ext;  /* its extensions, below the workspace fd, at /skill-extensions */
 	char *egress_socket;     /* domain-allowlist: the gateway's socket, or NULL */
+	char *egress_ca;         /* network.caCertificate: the gateway's per-run CA, or NULL */
 	struct sbx_launch_devices devices; /* accelerators (sbx-npu's fragment) */
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
 	long long tmp_size;

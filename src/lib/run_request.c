@@ -2,6 +2,7 @@
  * spec it becomes (runtimes exactly as the upstream runner's). */
 #include "run_request.h"
 #include "egress_policy.h"
+#include "secret_store.h"
 #include "exitcodes.h"
 #include "json.h"
 #include "launch_spec.h"
@@ -26,6 +27,7 @@ static const struct sbx_json_field request_fields[] = {
 	{ "maxWorkspaceFiles", SBX_JSON_INTEGER, false, true },
 	{ "maxOutputBytes", SBX_JSON_INTEGER, false, true },
 	{ "network", SBX_JSON_OBJECT, false, true },
+	{ "secretRefs", SBX_JSON_ARRAY, false, true },
 	{ "environment", SBX_JSON_OBJECT, false, true },
 	{ "devices", SBX_JSON_OBJECT, false, true },
 	{ "skills", SBX_JSON_OBJECT, false, true },
@@ -163,6 +165,35 @@ static int egress_policy(struct sbx_run_request *r, struct sbx_error *e)
 	return rc;
 }
 
+/* secretRefs: names of the runner's secrets (sbx-secrets(1)) whose
+ * placeholders the workload gets; only over a gateway sbx-run starts. */
+static int secret_refs(struct sbx_run_request *r, struct sbx_error *e)
+{
+	json_t *refs = json_object_get(r->doc, "secretRefs");
+	if (!refs || json_is_null(refs) || !json_array_size(refs))
+		return 0;
+	if (!r->egress_policy)
+		return bad(e, "secretRefs", "secrets need network with allowedDomains (the domain-allowlist gateway)");
+	if (json_array_size(refs) > SBX_RUN_MAX_SECRETS)
+		return bad(e, "secretRefs", "at most 32 secrets");
+	size_t i, k;
+	json_t *v;
+	json_array_foreach(refs, i, v) {
+		const char *name = json_string_value(v);
+		if (!name || !sbx_secret_name_ok(name)) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "secretRefs[%zu]: a secret name (^[a-z0-9][a-z0-9_-]{0,62}$)", i);
+			return -1;
+		}
+		for (k = 0; k < i; k++)
+			if (json_equal(json_array_get(refs, k), v)) {
+				sbx_error_set(e, SBX_EXIT_USAGE, "bad-request", "secretRefs[%zu]: %s is named twice", i, name);
+				return -1;
+			}
+	}
+	r->secret_refs = json_incref(refs);
+	return 0;
+}
+
 static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 {
 	json_t *doc = r->doc;
@@ -175,7 +206,7 @@ static int build_spec(struct sbx_run_request *r, struct sbx_error *e)
 	snprintf(ws_ref, sizeof(ws_ref), "fd:%d", r->ws.fd);
 	r->spec = json_pack("{s:o,s:s}", "argv", runtime_argv(r->language, managed), "workspace", ws_ref);
 	static const char *const passed[] = { "readOnlyWorkspace", "env", "network", "environment", "tmpSizeBytes", "shmSizeBytes", "maxProcesses", "maxOpenFiles", "skills" };
-	if (egress_policy(r, e) != 0)
+	if (egress_policy(r, e) != 0 || secret_refs(r, e) != 0)
 		return -1;
 	for (size_t i = 0; i < COUNT(passed); i++) {
 		if (r->egress_policy && !strcmp(passed[i], "network"))
@@ -353,6 +384,7 @@ void sbx_run_request_free(struct sbx_run_request *r)
 	sbx_host_dir_close(&r->ws);
 	json_decref(r->spec);
 	json_decref(r->egress_policy);
+	json_decref(r->secret_refs);
 	memset(r, 0, sizeof(*r));
 	r->ws = SBX_HOST_DIR_NONE;
 }

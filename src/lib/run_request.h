@@ -12,6 +12,7 @@
 
 #define SBX_OUTPUT_DEFAULT_BYTES (1ull << 30) /* maxOutputBytes default: 1 GiB */
 #define SBX_CODE_MAX_BYTES (16u << 20)
+#define SBX_RUN_MAX_SECRETS 32
 
 /* The bounds every run has unless its limits say 0 (sbx-run(1)). */
 #define SBX_MEMORY_DEFAULT_BYTES (8ll << 30)
@@ -56,6 +57,7 @@ struct sbx_run_request {
 	json_t *spec;               /* the launch spec built from it */
 	json_t *egress_policy;      /* network with allowedDomains: sbx-run starts its gateway */
 	char egress_revision[17];
+	json_t *secret_refs;        /* secretRefs: names, or NULL */
 	char device_vendor[8];      /* devices.vendor: ascend | nvidia */
 	int chips[64];              /* devices.chips, sorted and unique */
 	size_t n_chips;

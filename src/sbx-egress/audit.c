@@ -88,12 +88,17 @@ void audit_write(struct gateway *g, const struct audit *a)
 		return;
 	char now[SBX_ISO_TIME_SIZE];
 	sbx_iso_time(sbx_wall_ms(), now);
-	write_json(g, json_pack("{s:s,s:s,s:I,s:o,s:o,s:i,s:s?,s:s,s:i,s:o,s:I,s:I,s:I}", "time", now, "revision",
+	json_t *line = json_pack("{s:s,s:s,s:I,s:o,s:o,s:i,s:s?,s:s,s:i,s:o,s:I,s:I,s:I}", "time", now, "revision",
 				g->policy.revision, "peer", (json_int_t)a->peer, "method", sbx_json_string_lossy(a->method),
 				"host", sbx_json_string_lossy(a->host), "port", a->port, "address",
 				*a->address ? a->address : NULL, "decision", a->decision, "status", a->status, "reason",
 				sbx_json_string_lossy(a->reason), "bytesUp", (json_int_t)a->up, "bytesDown",
-				(json_int_t)a->down, "durationMs", (json_int_t)(sbx_monotonic_ms() - a->started_ms)));
+				(json_int_t)a->down, "durationMs", (json_int_t)(sbx_monotonic_ms() - a->started_ms));
+	if (line && a->intercepted)
+		json_object_set_new(line, "intercepted", json_true());
+	if (line && a->secret[0])
+		json_object_set_new(line, "secret", json_string(a->secret));
+	write_json(g, line);
 }
 
 /* "peer uid U: N refusals of host:port (status: reason) in the last T s";

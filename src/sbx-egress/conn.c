@@ -47,6 +47,60 @@ static void head_limits(struct conn *c, bool first)
 	c->head.deadline_ms = (first ? c->ad->accepted_ms : sbx_monotonic_ms()) + ms;
 }
 
+void conn_serve(struct conn *c, char *rbuf, char *out, bool first)
+{
+	struct gateway *g = c->g;
+	struct admission *ad = c->ad;
+	for (bool again = true; again; first = false) {
+		struct sbx_http_head h;
+		struct audit a;
+		char why[200], reason[300];
+		memset(&a, 0, sizeof(a));
+		a.peer = ad->uid;
+		a.started_ms = first ? ad->accepted_ms : sbx_monotonic_ms();
+		a.intercepted = c->pinned != NULL;
+		if (c->pinned)
+			snprintf(a.host, sizeof(a.host), "%s", c->pinned->t.host);
+		head_limits(c, first);
+		enum head rc = read_head(c, &h, why, sizeof(why));
+		peers_head_end(g, ad);
+		if (rc == HEAD_OK)
+			snprintf(a.method, sizeof(a.method), "%.*s", (int)(h.method_len < 23 ? h.method_len : 23), h.method);
+		atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
+		if (ad->refuse) {
+			/* Answered whether or not its head came, unless it left. */
+			if (rc != HEAD_GONE)
+				conn_refuse(c, &a, "busy", 429, ad->reason);
+			break;
+		}
+		if (rc == HEAD_GONE || (rc == HEAD_LATE && !c->len))
+			break;
+		if (rc == HEAD_LATE) {
+			snprintf(reason, sizeof(reason),
+				 "Sandbox network access closed a request whose head did not arrive within %d ms",
+				 g->head_timeout_ms);
+			conn_refuse(c, &a, "timeout", 408, reason);
+			break;
+		}
+		if (rc == HEAD_BAD) {
+			snprintf(reason, sizeof(reason), "Sandbox network access refused a malformed request: %s", why);
+			conn_refuse(c, &a, "malformed", 400, reason);
+			break;
+		}
+		bool connect = h.method_len == 7 && !memcmp(h.method, "CONNECT", 7);
+		if (connect && c->pinned) {
+			conn_refuse(c, &a, "malformed", 400,
+				    "Sandbox network access refused a CONNECT inside an intercepted TLS session");
+			break;
+		}
+		if (connect) {
+			serve_connect(c, &h, &a, rbuf, out);
+			break;
+		}
+		again = c->pinned ? serve_pinned(c, &h, &a, rbuf, out) : serve_absolute(c, &h, &a, rbuf, out);
+	}
+}
+
 void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_len, struct admission *ad)
 {
 	struct conn c = { .g = g, .client = client, .ad = ad };
@@ -57,45 +111,8 @@ void gateway_serve(struct gateway *g, int client, const char *sent, size_t sent_
 		memcpy(c.buf, sent, sent_len);
 		c.len = sent_len;
 	}
-	for (bool again = c.buf && (ad->refuse || (rbuf && out)), first = true; again; first = false) {
-		struct sbx_http_head h;
-		struct audit a;
-		char why[200], reason[300];
-		memset(&a, 0, sizeof(a));
-		a.peer = ad->uid;
-		a.started_ms = first ? ad->accepted_ms : sbx_monotonic_ms();
-		head_limits(&c, first);
-		enum head rc = read_head(&c, &h, why, sizeof(why));
-		peers_head_end(g, ad);
-		if (rc == HEAD_OK)
-			snprintf(a.method, sizeof(a.method), "%.*s", (int)(h.method_len < 23 ? h.method_len : 23), h.method);
-		atomic_store(&g->last_activity_ms, sbx_monotonic_ms());
-		if (ad->refuse) {
-			/* Answered whether or not its head came, unless it left. */
-			if (rc != HEAD_GONE)
-				conn_refuse(&c, &a, "busy", 429, ad->reason);
-			break;
-		}
-		if (rc == HEAD_GONE || (rc == HEAD_LATE && !c.len))
-			break;
-		if (rc == HEAD_LATE) {
-			snprintf(reason, sizeof(reason),
-				 "Sandbox network access closed a request whose head did not arrive within %d ms",
-				 g->head_timeout_ms);
-			conn_refuse(&c, &a, "timeout", 408, reason);
-			break;
-		}
-		if (rc == HEAD_BAD) {
-			snprintf(reason, sizeof(reason), "Sandbox network access refused a malformed request: %s", why);
-			conn_refuse(&c, &a, "malformed", 400, reason);
-			break;
-		}
-		if (h.method_len == 7 && !memcmp(h.method, "CONNECT", 7)) {
-			serve_connect(&c, &h, &a);
-			break;
-		}
-		again = serve_absolute(&c, &h, &a, rbuf, out);
-	}
+	if (c.buf && (ad->refuse || (rbuf && out)))
+		conn_serve(&c, rbuf, out, true);
 	free(c.buf);
 	free(rbuf);
 	free(out);

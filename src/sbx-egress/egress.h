@@ -4,6 +4,7 @@
 #define SBX_EGRESS_H
 
 #include "../lib/egress_policy.h"
+#include "http_head.h"
 #include "relay.h"
 #include "../lib/run_as.h"
 
@@ -88,6 +89,7 @@ struct gateway {
 	int refusal_interval_s;      /* a peer's refusals are summarised per interval */
 	int refusal_burst;           /* after this many logged whole in it */
 	pthread_mutex_t log_lock;
+	struct gw_secrets *secrets;  /* the run's secrets (secrets.h), or NULL */
 };
 
 /* One audit line: a decision and, once the exchange ends, its byte counts. */
@@ -99,6 +101,8 @@ struct audit {
 	int port;
 	char address[64];
 	const char *decision;        /* "allowed", "denied", "malformed", "failed", "busy", "timeout" */
+	bool intercepted;            /* a request inside an intercepted TLS session */
+	char secret[64];             /* the secret a refusal is about, or "" */
 	int status;
 	char reason[600];
 	uint64_t up, down;
@@ -144,7 +148,14 @@ void peers_sweep(struct gateway *g, bool flush);
 /* A client connection being served (conn.c, serve.c). */
 #define BUF_CAP (SBX_HTTP_HEAD_MAX + 16 * 1024)
 #define OUT_CAP (SBX_HTTP_HEAD_MAX + 8 * 1024)
-struct sbx_http_head;
+
+/* An intercepted CONNECT (intercept.c): every request inside its TLS
+ * session goes to this target, over the gateway's own TLS session. */
+struct pinned {
+	struct sbx_egress_target t;
+	struct sbx_egress_decision d;
+	int up;         /* the plain end of the upstream session; -1: none open */
+};
 
 struct conn {
 	struct gateway *g;
@@ -153,6 +164,7 @@ struct conn {
 	size_t len;
 	struct sbx_relay_limits head; /* for the request head being read */
 	struct admission *ad;
+	struct pinned *pinned; /* inside an intercepted session, or NULL */
 };
 
 /* Sends a refusal, logs it through the peer's rate limit, and drains what
@@ -161,8 +173,45 @@ void conn_refuse(struct conn *c, struct audit *a, const char *decision, int stat
 /* One CONNECT (the connection ends with it), or one absolute-form request:
  * true when the connection may carry another. rbuf and out: BUF_CAP and
  * OUT_CAP bytes. */
-void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a);
+void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out);
 bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out);
+
+/* Drops the first n of *len bytes of buf. */
+void buf_consume(char *buf, size_t *len, size_t n);
+
+/* The upstream connection for a vetted decision (through the upstream
+ * proxy's CONNECT when there is one): the socket, or -1 with the refusal
+ * sent. */
+int serve_open_upstream(struct conn *c, const struct sbx_egress_decision *d, const struct sbx_egress_target *t,
+			struct audit *a, char *extra, size_t extra_size, size_t *extra_len);
+/* With secrets: reads the start of the request's body (up to 8 KiB) behind
+ * its head in c->buf and refuses (false) a misplaced placeholder in either,
+ * or a body that does not come within the head time. host NULL: no
+ * placeholder may pass (plain HTTP). *expect is answered here. */
+bool serve_screen(struct conn *c, const struct sbx_http_head *h, enum sbx_http_body kind, uint64_t length,
+		  bool *expect, const char *host, int port, struct audit *a);
+/* One exchange over an open upstream: the request head (out, n) and its
+ * body to up, the response back to the client (masked for mask_host).
+ * True when the client connection may carry another; *up_again when the
+ * upstream connection may too. */
+struct exchange {
+	enum sbx_http_body req_kind;
+	uint64_t req_length;
+	bool expect, head_request, client_10, keep_alive;
+	const struct sbx_egress_target *t;
+	bool mask;
+	bool up_again;
+};
+bool serve_exchange(struct conn *c, int up, struct exchange *x, struct audit *a, char *rbuf, char *out, size_t n);
+
+/* The requests of a connection, each head within its time, until it ends
+ * (first: the first head's time runs from the accept). */
+void conn_serve(struct conn *c, char *rbuf, char *out, bool first);
+/* A CONNECT to a host a secret is bound to (its head consumed). */
+void intercept_session(struct conn *c, const struct sbx_egress_target *t, const struct sbx_egress_decision *d,
+		       struct audit *a, char *rbuf, char *out);
+/* One origin-form request inside an intercepted session. */
+bool serve_pinned(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out);
 
 /* Serves one client connection (bytes it already sent first), then
  * closes it. */

@@ -3,6 +3,7 @@
  * (confine.c), the accept loop with a thread per connection, and the exit
  * when idle and no run holds SOCKET.lock. */
 #include "egress.h"
+#include "secrets.h"
 #include "../lib/cli.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
@@ -33,6 +34,7 @@ struct options {
 	int dir_fd;              /* the socket's directory (O_PATH), opened before the drop */
 	const char *socket_name; /* the socket's name in it */
 	int lock_fd;             /* SOCKET.lock, opened before the drop; -1: not yet */
+	struct gw_secrets_options secrets;
 };
 
 static void usage(FILE *out)
@@ -44,10 +46,14 @@ static void usage(FILE *out)
 		"                          [--head-timeout-ms N] [--max-tunnels N] [--peer-max-connections N]\n"
 		"                          [--peer-max-heads N] [--log-max-bytes N] [--log-refusal-interval-s N]\n"
 		"                          [--log-refusal-burst N] [--idle-exit-s N] [--ready-fd N] [--drop-to USER]\n"
+		"                          [--secrets-dir DIR --secret NAME=PLACEHOLDER... [--ca-out FILE]\n"
+		"                          [--upstream-ca FILE]]\n"
 		"\n"
 		"Serves the policy's allowlist as an HTTP proxy (CONNECT and absolute form) on a\n"
 		"Unix socket. Started as root it serves as USER (NAME, UID or UID:GID; default\n"
-		"$SBX_RUN_AS, else the sbx user, else 10001) with no capabilities. See sbx-egress(1).\n");
+		"$SBX_RUN_AS, else the sbx user, else 10001) with no capabilities. With --secret,\n"
+		"HTTPS to a secret's hosts is intercepted with a per-run CA (written to --ca-out)\n"
+		"and the placeholder replaced by the value. See sbx-egress(1).\n");
 	sbx_cli_print_exit_codes(out);
 }
 
@@ -65,7 +71,8 @@ static void parse_owner(const char *text, struct options *o)
 static void parse_options(int argc, char **argv, struct options *o, struct gateway *g)
 {
 	enum { O_SOCKET = 1, O_POLICY, O_RESOLVE, O_PROXY, O_LOG, O_OWNER, O_CONNECT, O_IDLE, O_LIFE, O_MAX, O_EXIT, O_READY,
-	       O_DROP, O_HEAD, O_PEER_CONNS, O_PEER_HEADS, O_LOG_MAX, O_LOG_INTERVAL, O_LOG_BURST, O_HELP };
+	       O_DROP, O_HEAD, O_PEER_CONNS, O_PEER_HEADS, O_LOG_MAX, O_LOG_INTERVAL, O_LOG_BURST, O_SECRETS_DIR,
+	       O_SECRET, O_CA_OUT, O_UPSTREAM_CA, O_HELP };
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, O_SOCKET }, { "policy", required_argument, NULL, O_POLICY },
 		{ "resolve", required_argument, NULL, O_RESOLVE }, { "upstream-proxy", required_argument, NULL, O_PROXY },
@@ -80,6 +87,8 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 		{ "log-max-bytes", required_argument, NULL, O_LOG_MAX },
 		{ "log-refusal-interval-s", required_argument, NULL, O_LOG_INTERVAL },
 		{ "log-refusal-burst", required_argument, NULL, O_LOG_BURST },
+		{ "secrets-dir", required_argument, NULL, O_SECRETS_DIR }, { "secret", required_argument, NULL, O_SECRET },
+		{ "ca-out", required_argument, NULL, O_CA_OUT }, { "upstream-ca", required_argument, NULL, O_UPSTREAM_CA },
 		{ "help", no_argument, NULL, O_HELP }, { NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -110,6 +119,14 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 			g->refusal_interval_s = (int)sbx_cli_parse_long("--log-refusal-interval-s", optarg, 1, 86400);
 			break;
 		case O_LOG_BURST: g->refusal_burst = (int)sbx_cli_parse_long("--log-refusal-burst", optarg, 0, 1000000); break;
+		case O_SECRETS_DIR: o->secrets.store = optarg; break;
+		case O_SECRET:
+			if (o->secrets.n_specs == GW_MAX_SECRETS)
+				sbx_cli_usage_error("sbx-egress", "--secret: at most 32");
+			o->secrets.specs[o->secrets.n_specs++] = optarg;
+			break;
+		case O_CA_OUT: o->secrets.ca_out = optarg; break;
+		case O_UPSTREAM_CA: o->secrets.upstream_ca = optarg; break;
 		case O_HELP: usage(stdout); exit(SBX_EXIT_OK);
 		default: sbx_cli_bad_option("sbx-egress", argv[optind - 1]);
 		}
@@ -118,6 +135,8 @@ static void parse_options(int argc, char **argv, struct options *o, struct gatew
 		sbx_cli_usage_error("sbx-egress", "gateway takes no operands");
 	if (!o->socket_path || !o->policy_path)
 		sbx_cli_usage_error("sbx-egress", "gateway needs --socket PATH and --policy FILE");
+	if ((o->secrets.store || o->secrets.ca_out || o->secrets.upstream_ca) && !o->secrets.n_specs)
+		sbx_cli_usage_error("sbx-egress", "--secrets-dir, --ca-out and --upstream-ca go with --secret");
 	if (strlen(o->socket_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		sbx_cli_usage_error("sbx-egress", "--socket: longer than the 107 bytes a Unix socket path may have");
 }
@@ -377,6 +396,14 @@ int gateway_main(int argc, char **argv)
 		sbx_die(&e);
 	}
 	load_policy(&g, &o);
+	/* The values are read while the store is still ours to read: after the
+	 * drop they exist only in this process's locked memory. */
+	static struct gw_secrets secrets;
+	if (o.secrets.n_specs) {
+		if (gw_secrets_load(&secrets, &o.secrets, &e) != 0)
+			sbx_die(&e);
+		g.secrets = &secrets;
+	}
 	if (o.log_path && audit_open(&g, o.log_path, &e) != 0)
 		sbx_die(&e);
 	raise_fd_limit();

@@ -312,10 +312,10 @@ static int append_fields(const struct sbx_http_head *h, bool request, size_t add
 }
 
 int sbx_http_forward_request(const struct sbx_http_head *h, const char *host, int port, const char *path,
-			     bool absolute, const char *proxy_auth, char *out, size_t cap, size_t *n)
+			     bool absolute, const char *proxy_auth, bool tls, char *out, size_t cap, size_t *n)
 {
 	char authority[300];
-	snprintf(authority, sizeof(authority), port == 80 ? "%.253s" : "%.253s:%d", host, port);
+	snprintf(authority, sizeof(authority), port == (tls ? 443 : 80) ? "%.253s" : "%.253s:%d", host, port);
 	*n = 0;
 	if (append(out, cap, n, "%.*s %s%s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method_len, h->method,
 		   absolute ? "http://" : "", absolute ? authority : "", path, authority) != 0 ||
@@ -323,7 +323,7 @@ int sbx_http_forward_request(const struct sbx_http_head *h, const char *host, in
 		return -1;
 	if (proxy_auth && *proxy_auth && append(out, cap, n, "Proxy-Authorization: %s\r\n", proxy_auth) != 0)
 		return -1;
-	return append(out, cap, n, "Connection: close\r\n\r\n");
+	return append(out, cap, n, tls ? "\r\n" : "Connection: close\r\n\r\n");
 }
 
 int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bool client_10, char *out, size_t cap,

@@ -65,9 +65,11 @@ bool sbx_http_hop_by_hop(const struct sbx_http_head *h, const struct sbx_http_fi
  * (absolute when another proxy comes next), Host from the vetted target
  * (port shown unless 80), no hop-by-hop field, no Expect (the proxy answers
  * 100 itself), proxy_auth (or NULL) as Proxy-Authorization, and
- * Connection: close. -1 when it exceeds cap. */
+ * Connection: close; with tls (a request inside an intercepted TLS
+ * session) the port is shown unless 443 and the connection is kept. -1
+ * when it exceeds cap. */
 int sbx_http_forward_request(const struct sbx_http_head *h, const char *host, int port, const char *path,
-			     bool absolute, const char *proxy_auth, char *out, size_t cap, size_t *n);
+			     bool absolute, const char *proxy_auth, bool tls, char *out, size_t cap, size_t *n);
 /* The response head for the client: hop-by-hop fields dropped, then the
  * proxy's own Connection decision. */
 int sbx_http_forward_response(const struct sbx_http_head *r, bool keep_alive, bool client_10, char *out, size_t cap,

@@ -4,6 +4,7 @@
 #include "egress.h"
 #include "../lib/egress_addr.h"
 #include "http_head.h"
+#include "secrets.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -13,7 +14,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-static void consume(char *buf, size_t *len, size_t n)
+void buf_consume(char *buf, size_t *len, size_t n)
 {
 	memmove(buf, buf + n, *len - n);
 	*len -= n;
@@ -91,40 +92,74 @@ static int decide(struct conn *c, const char *authority, int default_port, struc
 	return 0;
 }
 
-void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a)
+int serve_open_upstream(struct conn *c, const struct sbx_egress_decision *d, const struct sbx_egress_target *t,
+			struct audit *a, char *extra, size_t extra_size, size_t *extra_len)
+{
+	struct gateway *g = c->g;
+	int status;
+	int up = connect_upstream(c, d, a, &status);
+	*extra_len = 0;
+	if (up < 0) {
+		refuse_upstream(c, a, status, t);
+		return -1;
+	}
+	if (g->via_proxy &&
+	    upstream_tunnel(up, &g->proxy, t->host, t->port, g->connect_timeout_ms, extra, extra_size, extra_len) != 0) {
+		close(up);
+		refuse_upstream(c, a, errno == ETIMEDOUT ? 504 : 502, t);
+		return -1;
+	}
+	return up;
+}
+
+/* A placeholder found where it may not go: refused, naming its secret. */
+static bool refuse_misplaced(struct conn *c, const struct gw_secret *x, bool over_tls, struct audit *a)
+{
+	char reason[600];
+	gw_secrets_refusal(x, over_tls, reason, sizeof(reason));
+	snprintf(a->secret, sizeof(a->secret), "%s", x->s.name);
+	conn_refuse(c, a, "denied", 403, reason);
+	return false;
+}
+
+void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out)
 {
 	struct gateway *g = c->g;
 	struct sbx_egress_target t;
 	struct sbx_egress_decision d;
 	char authority[300];
-	int status;
+	const struct gw_secret *x;
 
 	snprintf(authority, sizeof(authority), "%.*s", (int)(h->target_len < 299 ? h->target_len : 299), h->target);
 	if (h->target_len >= sizeof(authority)) {
 		conn_refuse(c, a, "malformed", 400, "the CONNECT authority is longer than 253 bytes and a port");
 		return;
 	}
+	/* A CONNECT head goes to the gateway alone: no placeholder has a use
+	 * in it, and one in the name would reach a resolver. */
+	if ((x = gw_secrets_misplaced(g->secrets, c->buf, h->length, true, NULL, 0))) {
+		snprintf(a->host, sizeof(a->host), "%s", authority);
+		refuse_misplaced(c, x, false, a);
+		return;
+	}
 	if (decide(c, authority, 443, &t, &d, a) != 0)
 		return;
-	int up = connect_upstream(c, &d, a, &status);
-	if (up < 0) {
-		refuse_upstream(c, a, status, &t);
+	if (gw_secrets_bound(g->secrets, t.host, t.port)) {
+		buf_consume(c->buf, &c->len, h->length);
+		intercept_session(c, &t, &d, a, rbuf, out);
 		return;
 	}
 	char extra[16384];
 	size_t extra_len = 0;
-	if (g->via_proxy &&
-	    upstream_tunnel(up, &g->proxy, t.host, t.port, g->connect_timeout_ms, extra, sizeof(extra), &extra_len) != 0) {
-		close(up);
-		refuse_upstream(c, a, errno == ETIMEDOUT ? 504 : 502, &t);
+	int up = serve_open_upstream(c, &d, &t, a, extra, sizeof(extra), &extra_len);
+	if (up < 0)
 		return;
-	}
 	static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
 	struct sbx_relay_limits lim = { .idle_ms = g->idle_ms, .deadline_ms = sbx_monotonic_ms() + g->lifetime_ms };
 	a->decision = "allowed";
 	a->status = 200;
 	snprintf(a->reason, sizeof(a->reason), "allowed");
-	consume(c->buf, &c->len, h->length);
+	buf_consume(c->buf, &c->len, h->length);
 	/* Bytes the client sent behind the head (a TLS hello) go first. */
 	if (sbx_relay_write_all(c->client, ok, sizeof(ok) - 1, &lim) == 0 &&
 	    sbx_relay_write_all(c->client, extra, extra_len, &lim) == 0 &&
@@ -155,7 +190,7 @@ static int forward_body(int from, int to, char *buf, size_t *len, size_t cap, en
 		size_t take = *len < want ? *len : (size_t)want;
 		if (sbx_relay_write_all(to, buf, take, lim) != 0)
 			return -1;
-		consume(buf, len, take);
+		buf_consume(buf, len, take);
 		*moved = take;
 		if (want == take)
 			return 0;
@@ -176,7 +211,7 @@ static int forward_body(int from, int to, char *buf, size_t *len, size_t cap, en
 			}
 			if (sbx_relay_write_all(to, buf, (size_t)n, lim) != 0)
 				return -1;
-			consume(buf, len, (size_t)n);
+			buf_consume(buf, len, (size_t)n);
 			*moved += (uint64_t)n;
 			if (done)
 				return 0;
@@ -214,7 +249,7 @@ static int read_response(int up, int client, char *rbuf, size_t *rlen, struct sb
 			}
 			if (sbx_relay_write_all(client, rbuf, r->length, lim) != 0)
 				return -1;
-			consume(rbuf, rlen, r->length);
+			buf_consume(rbuf, rlen, r->length);
 			continue;
 		}
 		if (rc == 0)
@@ -260,6 +295,91 @@ static int split_target(const struct sbx_http_head *h, char *authority, size_t a
 	return 0;
 }
 
+/* Whether the chunked body at p (len bytes) ends within them. */
+static bool chunked_ends(const char *p, size_t len)
+{
+	struct sbx_chunked ch;
+	bool done = false;
+	memset(&ch, 0, sizeof(ch));
+	return sbx_chunked_scan(&ch, p, len, &done) >= 0 && done;
+}
+
+#define SCREEN_BODY 8192
+
+bool serve_screen(struct conn *c, const struct sbx_http_head *h, enum sbx_http_body kind, uint64_t length,
+		  bool *expect, const char *host, int port, struct audit *a)
+{
+	struct gateway *g = c->g;
+	if (!g->secrets)
+		return true;
+	size_t want = h->length + (kind == SBX_BODY_NONE ? 0 : kind == SBX_BODY_LENGTH && length < SCREEN_BODY ? (size_t)length : SCREEN_BODY);
+	struct sbx_relay_limits lim = { .idle_ms = g->head_timeout_ms, .deadline_ms = sbx_monotonic_ms() + g->head_timeout_ms };
+	static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	if (*expect && kind != SBX_BODY_NONE && sbx_relay_write_all(c->client, go_on, sizeof(go_on) - 1, &lim) != 0)
+		return false;
+	*expect = false;
+	while (c->len < want && !(kind == SBX_BODY_CHUNKED && chunked_ends(c->buf + h->length, c->len - h->length))) {
+		if (sbx_relay_wait(c->client, POLLIN, &lim) != 0) {
+			if (errno == ETIMEDOUT)
+				conn_refuse(c, a, "timeout", 408,
+					    "Sandbox network access closed a request whose body did not start within the head time");
+			return false;
+		}
+		ssize_t r = recv(c->client, c->buf + c->len, BUF_CAP - c->len, 0);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			return false;
+		if (r > 0)
+			c->len += (size_t)r;
+	}
+	size_t body = c->len - h->length < want - h->length ? c->len - h->length : want - h->length;
+	const struct gw_secret *x = gw_secrets_misplaced(g->secrets, c->buf, h->length, true, host, port);
+	if (!x)
+		x = gw_secrets_misplaced(g->secrets, c->buf + h->length, body, false, host, port);
+	return x ? refuse_misplaced(c, x, host != NULL, a) : true;
+}
+
+bool serve_exchange(struct conn *c, int up, struct exchange *x, struct audit *a, char *rbuf, char *out, size_t n)
+{
+	struct gateway *g = c->g;
+	struct sbx_relay_limits lim = { .idle_ms = g->idle_ms, .deadline_ms = sbx_monotonic_ms() + g->lifetime_ms };
+	enum sbx_http_body resp_kind;
+	uint64_t resp_length = 0, moved;
+	size_t rlen = 0;
+	a->decision = "allowed";
+	snprintf(a->reason, sizeof(a->reason), "allowed");
+	x->up_again = false;
+	static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	bool ok = sbx_relay_write_all(up, out, n, &lim) == 0 &&
+		  (!x->expect || x->req_kind == SBX_BODY_NONE ||
+		   sbx_relay_write_all(c->client, go_on, sizeof(go_on) - 1, &lim) == 0) &&
+		  forward_body(c->client, up, c->buf, &c->len, BUF_CAP, x->req_kind, x->req_length, &lim, &moved) == 0;
+	a->up = ok ? moved : 0;
+	struct sbx_http_head r;
+	if (!ok || read_response(up, c->client, rbuf, &rlen, &r, &lim) != 0 ||
+	    sbx_http_response_body(&r, x->head_request, &resp_kind, &resp_length) != 0) {
+		refuse_upstream(c, a, errno == ETIMEDOUT ? 504 : 502, x->t);
+		return false;
+	}
+	bool keep_alive = x->keep_alive && resp_kind != SBX_BODY_UNTIL_CLOSE;
+	bool up_again = resp_kind != SBX_BODY_UNTIL_CLOSE && sbx_http_keep_alive(&r);
+	a->status = r.status;
+	if (sbx_http_forward_response(&r, keep_alive, x->client_10, out, OUT_CAP, &n) != 0) {
+		refuse_upstream(c, a, 502, x->t);
+		return false;
+	}
+	if (x->mask)
+		gw_secrets_mask(g->secrets, x->t->host, x->t->port, out, &n, OUT_CAP);
+	buf_consume(rbuf, &rlen, r.length);
+	ok = sbx_relay_write_all(c->client, out, n, &lim) == 0 &&
+	     forward_body(up, c->client, rbuf, &rlen, BUF_CAP, resp_kind, resp_length, &lim, &moved) == 0;
+	a->down = ok ? moved : 0;
+	if (!ok)
+		snprintf(a->reason, sizeof(a->reason), "allowed; the response was cut short");
+	x->up_again = ok && up_again && rlen == 0;
+	audit_write(g, a);
+	return ok && keep_alive;
+}
+
 /* One absolute-form request; true when the connection may carry another. */
 bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out)
 {
@@ -267,9 +387,8 @@ bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit 
 	char authority[300], path[SBX_HTTP_HEAD_MAX], reason[400], why[200];
 	struct sbx_egress_target t;
 	struct sbx_egress_decision d;
-	enum sbx_http_body req_kind, resp_kind;
-	uint64_t req_length = 0, resp_length = 0, moved;
-	size_t n, rlen = 0;
+	struct exchange x = { .t = &t };
+	size_t n;
 	int status;
 
 	if ((status = split_target(h, authority, sizeof(authority), path, sizeof(path), reason, sizeof(reason)))) {
@@ -277,57 +396,35 @@ bool serve_absolute(struct conn *c, const struct sbx_http_head *h, struct audit 
 		conn_refuse(c, a, "malformed", status, reason);
 		return false;
 	}
-	if (sbx_http_request_body(h, &req_kind, &req_length, why, sizeof(why)) != 0) {
+	if (sbx_http_request_body(h, &x.req_kind, &x.req_length, why, sizeof(why)) != 0) {
 		snprintf(a->host, sizeof(a->host), "%s", authority);
 		snprintf(reason, sizeof(reason), "Sandbox network access refused the request: %s", why);
 		conn_refuse(c, a, "malformed", 400, reason);
 		return false;
 	}
+	x.expect = sbx_http_has_token(h, "Expect", "100-continue");
+	/* Plain HTTP carries no secret: a placeholder anywhere is refused
+	 * before the name is even looked up. */
+	snprintf(a->host, sizeof(a->host), "%s", authority);
+	if (!serve_screen(c, h, x.req_kind, x.req_length, &x.expect, NULL, 0, a))
+		return false;
 	if (decide(c, authority, 80, &t, &d, a) != 0)
 		return false;
-	bool keep_alive = sbx_http_keep_alive(h), head_request = h->method_len == 4 && !memcmp(h->method, "HEAD", 4);
-	bool client_10 = h->minor == 0;
+	x.keep_alive = sbx_http_keep_alive(h);
+	x.head_request = h->method_len == 4 && !memcmp(h->method, "HEAD", 4);
+	x.client_10 = h->minor == 0;
 	if (sbx_http_forward_request(h, t.host, t.port, path, g->via_proxy, g->via_proxy ? g->proxy.authorization : NULL,
-				     out, OUT_CAP, &n) != 0) {
+				     false, out, OUT_CAP, &n) != 0) {
 		conn_refuse(c, a, "malformed", 400, "Sandbox network access refused the request: its head is too large");
 		return false;
 	}
-	bool expect = sbx_http_has_token(h, "Expect", "100-continue");
 	int up = connect_upstream(c, &d, a, &status);
 	if (up < 0) {
 		refuse_upstream(c, a, status, &t);
 		return false;
 	}
-	struct sbx_relay_limits lim = { .idle_ms = g->idle_ms, .deadline_ms = sbx_monotonic_ms() + g->lifetime_ms };
-	consume(c->buf, &c->len, h->length);
-	a->decision = "allowed";
-	snprintf(a->reason, sizeof(a->reason), "allowed");
-	static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
-	bool ok = sbx_relay_write_all(up, out, n, &lim) == 0 &&
-		  (!expect || req_kind == SBX_BODY_NONE || sbx_relay_write_all(c->client, go_on, sizeof(go_on) - 1, &lim) == 0) &&
-		  forward_body(c->client, up, c->buf, &c->len, BUF_CAP, req_kind, req_length, &lim, &moved) == 0;
-	a->up = ok ? moved : 0;
-	struct sbx_http_head r;
-	if (!ok || read_response(up, c->client, rbuf, &rlen, &r, &lim) != 0 ||
-	    sbx_http_response_body(&r, head_request, &resp_kind, &resp_length) != 0) {
-		close(up);
-		refuse_upstream(c, a, errno == ETIMEDOUT ? 504 : 502, &t);
-		return false;
-	}
-	keep_alive = keep_alive && resp_kind != SBX_BODY_UNTIL_CLOSE;
-	a->status = r.status;
-	if (sbx_http_forward_response(&r, keep_alive, client_10, out, OUT_CAP, &n) != 0) {
-		close(up);
-		refuse_upstream(c, a, 502, &t);
-		return false;
-	}
-	consume(rbuf, &rlen, r.length);
-	ok = sbx_relay_write_all(c->client, out, n, &lim) == 0 &&
-	     forward_body(up, c->client, rbuf, &rlen, BUF_CAP, resp_kind, resp_length, &lim, &moved) == 0;
-	a->down = ok ? moved : 0;
-	if (!ok)
-		snprintf(a->reason, sizeof(a->reason), "allowed; the response was cut short");
+	buf_consume(c->buf, &c->len, h->length);
+	bool again = serve_exchange(c, up, &x, a, rbuf, out, n);
 	close(up);
-	audit_write(g, a);
-	return ok && keep_alive;
+	return again;
 }

@@ -3,6 +3,7 @@
 #include "../lib/program_path.h"
 #include "../lib/beneath.h"
 #include "../lib/exitcodes.h"
+#include "../lib/io.h"
 #include "../lib/path.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,7 +88,7 @@ static void scan_interpreters(struct sbx_strvec *masks)
 void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->report_fd = h->report_python_fd = h->egress_bridge_fd = h->egress_socket_fd = -1;
+	h->report_fd = h->report_python_fd = h->egress_bridge_fd = h->egress_socket_fd = h->trust_fd = -1;
 	sbx_strvec_init(&h->masks);
 	h->alternatives = is_dir("/etc/alternatives");
 	h->fonts = is_dir("/etc/fonts");
@@ -131,7 +133,7 @@ int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e)
 void sbx_launch_host_free(struct sbx_launch_host *h)
 {
 	sbx_strvec_free(&h->masks);
-	int *fds[] = { &h->report_fd, &h->report_python_fd, &h->egress_bridge_fd, &h->egress_socket_fd };
+	int *fds[] = { &h->report_fd, &h->report_python_fd, &h->egress_bridge_fd, &h->egress_socket_fd, &h->trust_fd };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);
@@ -195,4 +197,40 @@ int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e)
 	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-egress-bridge",
 		      "network.mode: domain-allowlist needs sbx-egress-bridge installed beside sbx-launch");
 	return -1;
+}
+
+/* Appends the file at path (capped) to fd; false and why otherwise. */
+static bool append_file(int fd, const char *path, size_t cap, bool pem, const char **why)
+{
+	size_t len;
+	struct sbx_error ignored;
+	int src = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char *text = src >= 0 ? sbx_read_fd_capped(src, cap, &len, path, &ignored) : NULL;
+	if (src >= 0)
+		close(src);
+	*why = src < 0 ? strerror(errno) : !text ? "larger than its cap" : NULL;
+	if (text && pem && strncmp(text, "-----BEGIN CERTIFICATE-----", 27) != 0)
+		*why = "not a PEM certificate";
+	bool ok = text && !*why && sbx_write_all(fd, text, len) == 0 && sbx_write_all(fd, "\n", 1) == 0;
+	if (text && !*why && !ok)
+		*why = strerror(errno);
+	free(text);
+	return ok;
+}
+
+int sbx_launch_host_open_trust(struct sbx_launch_host *h, const char *ca, struct sbx_error *e)
+{
+	const char *why = NULL;
+	int fd = memfd_create("sbx-trust-bundle", MFD_CLOEXEC);
+	bool ok = fd >= 0 && (!h->ca_bundle[0] || append_file(fd, h->ca_bundle, 16u << 20, false, &why)) &&
+		  append_file(fd, ca, 64u << 10, true, &why) && lseek(fd, 0, SEEK_SET) == 0;
+	if (!ok) {
+		if (fd >= 0)
+			close(fd);
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "network.caCertificate: %.300s: %s", ca,
+			      why ? why : strerror(errno));
+		return -1;
+	}
+	h->trust_fd = fd;
+	return 0;
 }

@@ -28,6 +28,7 @@ struct sbx_launch_host {
 	int report_fd;
 	int report_python_fd;
 	int egress_socket_fd;
+	int trust_fd;                /* the run's CA bundle (host bundle + gateway CA), a memfd; -1 none */
 	int read_only_fd[SBX_LAUNCH_READ_ONLY_MAX]; /* devices.readOnly, then readOnlyPaths */
 	size_t n_read_only;
 };
@@ -56,6 +57,13 @@ int sbx_launch_host_open_read_only(struct sbx_launch_host *h, const struct sbx_s
 				   struct sbx_error *e);
 /* Opens the egress gateway's socket (never through a symlink). */
 int sbx_launch_host_open_socket(struct sbx_launch_host *h, const char *path, struct sbx_error *e);
+/* The sandbox's trust bundle: the host's bundle and the gateway's per-run
+ * CA (a PEM file opened without following a symlink, 64 KiB at most) in
+ * one memfd. */
+int sbx_launch_host_open_trust(struct sbx_launch_host *h, const char *ca, struct sbx_error *e);
+/* Where the bundle appears inside the sandbox. */
+#define SBX_TRUST_BUNDLE "/run/sbx/ca-bundle.pem"
+
 /* Frees the masks and closes the helpers' fds. */
 void sbx_launch_host_free(struct sbx_launch_host *h);
 

@@ -291,7 +291,8 @@ int main(int argc, char **argv)
 	    sbx_launch_host_open_read_only(&host, &spec.read_only, "readOnlyPaths", &e) != 0)
 		sbx_die(&e);
 	if (spec.egress_socket && (sbx_launch_host_find_bridge(&host, &e) != 0 ||
-				   sbx_launch_host_open_socket(&host, spec.egress_socket, &e) != 0))
+				   sbx_launch_host_open_socket(&host, spec.egress_socket, &e) != 0 ||
+				   (spec.egress_ca && sbx_launch_host_open_trust(&host, spec.egress_ca, &e) != 0)))
 		sbx_die(&e);
 	if (spec.channel && sbx_launch_host_find_report(&host, &e) != 0)
 		sbx_die(&e);

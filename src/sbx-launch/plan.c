@@ -34,7 +34,14 @@ static void build_env(const struct sbx_launch_spec *s, const struct sbx_launch_h
 	setenv_(p, "PATH", path);
 	setenv_(p, "LANG", "C.UTF-8");
 	setenv_(p, "PYTHONNOUSERSITE", "1");
-	if (h->ca_bundle[0]) {
+	if (h->trust_fd >= 0) {
+		/* The run's bundle (the host's and the gateway's per-run CA), for
+		 * every client that takes one from the environment. */
+		static const char *const keys[] = { "SSL_CERT_FILE",  "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+						     "PIP_CERT",       "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO" };
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			setenv_(p, keys[i], SBX_TRUST_BUNDLE);
+	} else if (h->ca_bundle[0]) {
 		setenv_(p, "SSL_CERT_FILE", h->ca_bundle);
 		setenv_(p, "CURL_CA_BUNDLE", h->ca_bundle);
 		setenv_(p, "REQUESTS_CA_BUNDLE", h->ca_bundle);
@@ -225,6 +232,8 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	if (s->egress_socket) {
 		binds |= bind_slot(p, "--ro-bind-fd", h->egress_bridge_fd, h->egress_bridge, EGRESS_DIR "/egress-bridge");
 		binds |= bind_slot(p, "--bind-fd", h->egress_socket_fd, s->egress_socket, EGRESS_DIR "/egress.sock");
+		if (h->trust_fd >= 0)
+			binds |= bind_slot(p, "--ro-bind-data", h->trust_fd, "(run trust bundle)", SBX_TRUST_BUNDLE);
 	}
 
 	/* Freeze the root: only /tmp and the workspace stay writable. */

@@ -118,6 +118,8 @@ int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_e
 
 	if (!r->req.egress_policy)
 		return 0;
+	if (r->req.secret_refs)
+		return run_secrets_acquire(r, who, e);
 	if (snprintf(base, sizeof(base), "%s/%s", r->egress_dir, r->req.egress_revision) >= (int)sizeof(base) ||
 	    strlen(base) + 5 >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return unavailable(e, "the socket path under %.300s is longer than the 107 bytes Linux allows", r->egress_dir);

@@ -283,6 +283,8 @@ int main(int argc, char **argv)
 		{ "egress-dir", required_argument, NULL, 'E' },
 		{ "egress-idle-s", required_argument, NULL, 'I' },
 		{ "egress-resolve", required_argument, NULL, 'D' },
+		{ "egress-upstream-ca", required_argument, NULL, 'U' },
+		{ "secrets-dir", required_argument, NULL, 'Y' },
 		{ "max-manifest-bytes", required_argument, NULL, 'M' },
 		{ "keep-versions", required_argument, NULL, 'N' },
 		{ "gc-interval-s", required_argument, NULL, 'G' },
@@ -294,7 +296,7 @@ int main(int argc, char **argv)
 	static struct run run;
 	struct run *r = &run;
 	struct sbx_error e;
-	const char *state = NULL, *store = NULL, *egress = NULL, *bootstrap = NULL;
+	const char *state = NULL, *store = NULL, *egress = NULL, *bootstrap = NULL, *secrets = NULL;
 	bool no_snapshot = false, standby = false;
 	int c;
 
@@ -341,6 +343,8 @@ int main(int argc, char **argv)
 				sbx_die(&e);
 			break;
 		case 'E': egress = optarg; break;
+		case 'U': r->egress_upstream_ca = optarg; break;
+		case 'Y': secrets = optarg; break;
 		case 'B': bootstrap = optarg; break;
 		case 'X': r->keep_scratch = true; break;
 		case 'D':
@@ -379,6 +383,12 @@ int main(int argc, char **argv)
 			     ? (int)strlen(r->egress_dir) : -1;
 	if (n < 0 || (size_t)n >= sizeof(r->egress_dir))
 		sbx_cli_usage_error("sbx-run", "--egress-dir: path too long");
+	n = secrets ? snprintf(r->secrets_dir, sizeof(r->secrets_dir), "%s", secrets)
+		    : sbx_data_dir(data, sizeof(data)) == 0 &&
+				      sbx_data_path(data, SBX_DATA_SECRETS, NULL, r->secrets_dir, sizeof(r->secrets_dir)) == 0
+			      ? (int)strlen(r->secrets_dir) : -1;
+	if (n < 0 || (size_t)n >= sizeof(r->secrets_dir))
+		sbx_cli_usage_error("sbx-run", "--secrets-dir: path too long");
 	if (!no_snapshot) {
 		n = store ? snprintf(r->store, sizeof(r->store), "%s", store)
 			  : snprintf(r->store, sizeof(r->store), "%s/snapshots", r->state_dir);
@@ -477,6 +487,8 @@ int main(int argc, char **argv)
 	 * before the lease goes; a job's signed manifest. */
 	if (r->job)
 		run_job_upload_reported(r);
+	/* The workload is gone: so goes the gateway that held its secrets. */
+	run_secrets_release(r);
 	json_t *result = run_result(r);
 	if (run_write_result(r, result, &e) != 0) {
 		sbx_diag_error(&e);
@@ -512,6 +524,7 @@ int main(int argc, char **argv)
 	worker_close(&r->worker);
 	sbx_spawn_discard(&r->held); /* a run that never launched */
 	sbx_cgroup_remove(&r->cg);
+	json_decref(r->placeholders);
 	if (r->job && !r->keep_scratch)
 		sbx_remove_tree(r->exec_dir); /* the job's results are in the store now */
 	run_job_free(r);

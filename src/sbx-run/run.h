@@ -51,6 +51,11 @@ struct run {
 	char egress_dir[PATH_MAX];  /* gateways by revision: <data dir>/eg */
 #define RUN_MAX_RESOLVE 16
 	const char *egress_resolve[RUN_MAX_RESOLVE]; /* --resolve for a gateway we start */
+	char secrets_dir[PATH_MAX];   /* the secret store: <data dir>/secrets or --secrets-dir */
+	const char *egress_upstream_ca; /* --egress-upstream-ca: trusted by a secret run's gateway */
+	char secret_gateway_dir[PATH_MAX + 32]; /* this run's own gateway (secretRefs), "" none */
+	pid_t secret_gateway;         /* its pid, 0 none */
+	json_t *placeholders;         /* [{name, env, placeholder}] */
 	long long platform_deadline_ms; /* the platform kills the job this long after start (0: none) */
 	json_t *missing_caps;      /* [{capability, lost}] the run goes on without (capabilities.c) */
 	struct sbx_signer signer;
@@ -105,6 +110,10 @@ enum sbx_quota_state run_quota_check(struct run *r, bool during);
 /* egress.c: a domain-allowlist run gets its revision's gateway (started
  * when none answers) and the spec's network names its socket. */
 int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);
+/* secretRefs (secrets.c): placeholders in the spec's env and a gateway of
+ * this run's own; released (its refusals as events) when the run ends. */
+int run_secrets_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);
+void run_secrets_release(struct run *r);
 /* devices.c: re-probes the requested chips and adds their fragment to the spec. */
 int run_devices_attach(struct run *r, struct sbx_error *e);
 

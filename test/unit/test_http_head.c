@@ -182,15 +182,15 @@ static void rewriting(void **state)
 	char why[200], out[1024];
 	size_t n;
 	assert_int_equal(sbx_http_parse_request(text, strlen(text), &h, why, sizeof(why)), 0);
-	assert_int_equal(sbx_http_forward_request(&h, "api.example", 8080, "/p?q", false, NULL, out, sizeof(out), &n), 0);
+	assert_int_equal(sbx_http_forward_request(&h, "api.example", 8080, "/p?q", false, NULL, false, out, sizeof(out), &n), 0);
 	out[n] = '\0';
 	assert_string_equal(out, "POST /p?q HTTP/1.1\r\nHost: api.example:8080\r\nContent-Length: 3\r\nConnection: close\r\n\r\n");
 	/* Through another proxy: absolute form, our own credentials. */
-	assert_int_equal(sbx_http_forward_request(&h, "api.example", 80, "/", true, "Basic dTpw", out, sizeof(out), &n), 0);
+	assert_int_equal(sbx_http_forward_request(&h, "api.example", 80, "/", true, "Basic dTpw", false, out, sizeof(out), &n), 0);
 	out[n] = '\0';
 	assert_string_equal(out, "POST http://api.example/ HTTP/1.1\r\nHost: api.example\r\nContent-Length: 3\r\n"
 				 "Proxy-Authorization: Basic dTpw\r\nConnection: close\r\n\r\n");
-	assert_int_equal(sbx_http_forward_request(&h, "api.example", 80, "/", false, NULL, out, 40, &n), -1);
+	assert_int_equal(sbx_http_forward_request(&h, "api.example", 80, "/", false, NULL, false, out, 40, &n), -1);
 
 	/* Found by fuzzing: 127 fields plus the proxy's Host and Connection
 	 * would exceed what a parser takes; refused instead of sent. */
@@ -200,7 +200,7 @@ static void rewriting(void **state)
 		len += (size_t)sprintf(many + len, "X-%d: v\r\n", i);
 	len += (size_t)sprintf(many + len, "\r\n");
 	assert_int_equal(sbx_http_parse_request(many, len, &h, why, sizeof(why)), 0);
-	assert_int_equal(sbx_http_forward_request(&h, "a.example", 80, "/", false, NULL, big, SBX_HTTP_HEAD_MAX + 8192, &n), -1);
+	assert_int_equal(sbx_http_forward_request(&h, "a.example", 80, "/", false, NULL, false, big, SBX_HTTP_HEAD_MAX + 8192, &n), -1);
 	free(many);
 	free(big);
 
