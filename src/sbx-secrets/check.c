@@ -5,6 +5,7 @@
 #include "../lib/diag.h"
 #include "../lib/egress_policy.h"
 #include "../lib/exitcodes.h"
+#include "../lib/io.h"
 #include "../lib/json.h"
 
 #include <stdio.h>
@@ -20,9 +21,17 @@ static int load_policy(const char *path, struct sbx_egress_policy *p)
 	struct sbx_error e;
 	if (!strcmp(path, "none"))
 		return 1;
-	json_t *doc = sbx_json_load(path, POLICY_MAX, &e);
-	if (!doc)
+	json_error_t je;
+	size_t len;
+	char *text = sbx_read_file_capped(path, POLICY_MAX, &len, &e);
+	if (!text)
 		sbx_die(&e);
+	json_t *doc = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	if (!doc) {
+		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-policy", "--policy %s:%d:%d: %s", path, je.line, je.column, je.text);
+		sbx_die(&e);
+	}
 	const char *mode = json_string_value(json_object_get(doc, "mode"));
 	int rc = json_is_string(doc) && !strcmp(json_string_value(doc), "none") ? 1
 		 : json_is_object(doc) && mode && strcmp(mode, "domain-allowlist") != 0 ? 1

@@ -35,7 +35,7 @@ json_t *input_json(void)
 	char *text = sbx_secret_read_fd(STDIN_FILENO, SECRETS_INPUT_MAX, &len, "stdin", &e);
 	if (!text)
 		sbx_die(&e);
-	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	sbx_secret_buffer_free(text, SECRETS_INPUT_MAX + 2);
 	if (!doc || !json_is_object(doc)) {
 		/* jansson quotes the input "near '...'": that part is dropped. */
