@@ -106,6 +106,9 @@ bin/sbx-run: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -lcap-ng -Wl,-Bdynamic -l
 # sbx-ws starts once per remote-workspace request: the same static
 # jansson and libcrypto (libcrypto's relocations dominate its start).
 bin/sbx-ws: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -Wl,-Bdynamic -lpthread -ldl
+# sbx-secrets too: sbx-httpd runs it for every /secrets request and every
+# execution that names secrets.
+bin/sbx-secrets: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -Wl,-Bdynamic -lpthread -ldl
 endif
 
 # sbx-report and the egress bridge are bound into sandboxes that may hold

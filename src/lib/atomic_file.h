@@ -18,6 +18,11 @@ int sbx_atomic_write(const char *path, const void *buf, size_t len, mode_t mode,
 int sbx_atomic_replace(const char *path, const void *buf, size_t len, mode_t mode, bool durable,
 		       struct sbx_error *e);
 
+/* The same (durable) for name below dirfd: the temp file is made there
+ * too, with O_EXCL | O_NOFOLLOW, so no path is resolved again. */
+int sbx_atomic_write_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode,
+			struct sbx_error *e);
+
 /* mkdir -p: the last component is created with mode, missing parents 0755. */
 int sbx_mkdir_p(const char *path, mode_t mode, struct sbx_error *e);
 

@@ -42,6 +42,7 @@ const struct sbx_data_area_entry sbx_data_layout[SBX_DATA_AREAS] = {
 	[SBX_DATA_SKILL_PACKAGES] = { "skill-packages", "sbx-skills", "held skill packages and their verification stamps" },
 	[SBX_DATA_SCIENTIFIC_ENVS] = { "scientific-envs", "sbx-env", "managed environments, the catalog, setup state, locks" },
 	[SBX_DATA_NPU_JOBS] = { "npu-jobs", "sbx-broker", "NPU job records, homes and logs" },
+	[SBX_DATA_SECRETS] = { "secrets", "sbx-secrets", "secrets an egress gateway injects: one 0600 file each, 0700" },
 };
 
 int sbx_data_path(const char *data, enum sbx_data_area area, const char *leaf, char *out, size_t size)

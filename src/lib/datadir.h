@@ -24,6 +24,7 @@ enum sbx_data_area {
 	SBX_DATA_SKILL_PACKAGES,    /* held skill packages */
 	SBX_DATA_SCIENTIFIC_ENVS,   /* managed environments */
 	SBX_DATA_NPU_JOBS,          /* NPU broker jobs */
+	SBX_DATA_SECRETS,           /* the secret store */
 	SBX_DATA_AREAS
 };
 

@@ -1,13 +1,17 @@
 /* body.c — a request's body: its size limit by endpoint, the JSON object
- * it must be, and for signed endpoints the signature checked first. */
+ * it must be, for signed endpoints the signature checked first, and a
+ * memfd holding it for a stage's stdin. */
 #include "body.h"
 #include "auth.h"
 #include "reply.h"
 #include "server.h"
+#include "../lib/io.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Skill bundles may be 64 MiB; everything else 2,000,000 bytes. */
 size_t body_limit(const char *method, const char *url)
@@ -47,4 +51,14 @@ json_t *signed_body(struct req *r, const char *refusal, enum MHD_Result *sent)
 		return NULL;
 	}
 	return body_object(r, sent);
+}
+
+int body_memfd(const char *body, size_t len)
+{
+	int fd = memfd_create("sbx-httpd-body", MFD_CLOEXEC);
+	if (fd >= 0 && (sbx_write_all(fd, body, len) != 0 || lseek(fd, 0, SEEK_SET) != 0)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }

@@ -18,4 +18,8 @@ json_t *body_object(struct req *r, enum MHD_Result *sent);
  * signature (401 with `refusal`), then the JSON. */
 json_t *signed_body(struct req *r, const char *refusal, enum MHD_Result *sent);
 
+/* A memfd holding len bytes of body, at offset 0 (a stage's stdin); -1
+ * with errno. */
+int body_memfd(const char *body, size_t len);
+
 #endif

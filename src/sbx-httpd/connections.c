@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <openssl/crypto.h>
 #include <string.h>
 
 /* Each connection's buffer: uploads arrive in pieces this size (the 32 KiB
@@ -128,9 +129,15 @@ static bool take_body(struct conn_state *st, const char *method, const char *url
 		size_t cap = st->cap ? st->cap : 4096;
 		while (cap < st->len + n + 1)
 			cap *= 2;
-		char *grown = realloc(st->body, cap);
+		char *grown = malloc(cap);
 		if (!grown)
 			return false;
+		if (st->body) {
+			memcpy(grown, st->body, st->len);
+			/* What the old buffer held (a secret's value) is not left behind. */
+			OPENSSL_cleanse(st->body, st->cap);
+			free(st->body);
+		}
 		st->body = grown;
 		st->cap = cap;
 	}
@@ -274,6 +281,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (st) {
 		if (st->slot.resp)
 			MHD_destroy_response(st->slot.resp);
+		/* A secret's value may have arrived in this body: not left in freed memory. */
+		if (st->body)
+			OPENSSL_cleanse(st->body, st->cap);
 		free(st->body);
 		free(st->path);
 		upload_free(st->upload);

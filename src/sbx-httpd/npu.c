@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,11 +44,8 @@ static int run_child(const char *prog, const char *const *args, const char *body
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	memset(a, 0, sizeof(*a));
-	if (body && (in = memfd_create("sbx-httpd-body", MFD_CLOEXEC)) >= 0 &&
-	    (write(in, body, len) != (ssize_t)len || lseek(in, 0, SEEK_SET) != 0)) {
-		close(in);
-		in = -1;
-	}
+	if (body)
+		in = body_memfd(body, len);
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in, .die_with_parent = true };
 	a->out = sbx_stage_call(&s, 0, NPU_OUTPUT_CAP, &a->e);
 	if (in >= 0)

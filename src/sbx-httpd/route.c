@@ -1,6 +1,6 @@
-/* route.c — the router of runner-api 2 and 4: GET /health first, then
- * the bearer for everything else, then the path to its handler; ids in a
- * path are matched raw and then decoded, as upstream's router does. */
+/* route.c — the router of runner-api 2 and 4 (and sbx's /secrets): GET
+ * /health first, then the bearer for everything else, then the path to its
+ * handler; ids in a path are matched raw and then decoded, as upstream's router does. */
 #include "route.h"
 #include "auth.h"
 #include "environments.h"
@@ -9,7 +9,9 @@
 #include "remote.h"
 #include "reply.h"
 #include "server.h"
+#include "secrets_call.h"
 #include "skills_call.h"
+#include "../lib/secret_store.h"
 #include "../lib/json.h"
 #include "../lib/text.h"
 #include "info.h"
@@ -59,6 +61,9 @@ static int match(const char *path, const char *prefix, const char *suffix, char 
 		if (matched_ > 0)                                             \
 			return (call);                                        \
 	} while (0)
+
+/* A secret's route: its handler when id is a secret name, else 404. */
+#define SECRET(call) (sbx_secret_name_ok(id) ? (call) : reply_error(r, 404, "Not found"))
 
 static bool is(struct req *r, const char *method, const char *path)
 {
@@ -138,6 +143,13 @@ enum MHD_Result route(struct req *r)
 	if (is(r, "POST", "/skill-packages"))
 		return handle_skills(r, NULL);
 	ROUTE_ID(get, "/skill-packages/", "", sha256_like(id) ? handle_skills(r, id) : reply_error(r, 404, "Not found"));
+
+	/* The secret store (secrets_call.c); a path that names no valid secret is 404. */
+	if (is(r, "GET", "/secrets"))
+		return handle_secrets(r, NULL, "list");
+	ROUTE_ID(!strcmp(r->method, "PUT"), "/secrets/", "", SECRET(handle_secrets(r, id, "put")));
+	ROUTE_ID(post, "/secrets/", "/rotate", SECRET(handle_secrets(r, id, "rotate")));
+	ROUTE_ID(!strcmp(r->method, "DELETE"), "/secrets/", "", SECRET(handle_secrets(r, id, "rm")));
 
 	/* The NPU broker and devices (npu.c). */
 	if (is(r, "GET", "/npu/workloads"))

@@ -24,6 +24,7 @@ struct programs {
 	char npu[PATH_MAX];          /* "": not installed */
 	char ws[PATH_MAX];           /* sbx-ws: the remote workspaces */
 	char skills[PATH_MAX];
+	char secrets[PATH_MAX];      /* sbx-secrets: the secret store */
 };
 
 /* One legacy execution as /status lists it. */

@@ -8,7 +8,6 @@
 #include "../lib/beneath.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
-#include "../lib/io.h"
 #include "../lib/stage_call.h"
 #include "../lib/datadir.h"
 
@@ -20,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define SKILLS_OUTPUT_CAP (1u << 20)
@@ -33,11 +31,8 @@ static json_t *call(const char *const *args, const char *body, size_t len, int f
 	for (int i = 0; args[i] && n < 11; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	if (body && (in = memfd_create("sbx-httpd-skills", MFD_CLOEXEC)) >= 0 &&
-	    (sbx_write_all(in, body, len) != 0 || lseek(in, 0, SEEK_SET) != 0)) {
-		close(in);
-		in = -1;
-	}
+	if (body)
+		in = body_memfd(body, len);
 	if (body && in < 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "internal", "Cannot store the skill package: %s", strerror(errno));
 		return NULL;
