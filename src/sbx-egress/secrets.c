@@ -237,7 +237,7 @@ static bool inject_field(const struct gw_secrets *s, const bool *bound, bool *pr
 		for (int i = 0; i < s->n; i++) {
 			if (!bound[i])
 				continue;
-			if (s->v[i].s.inject == SBX_SECRET_BASIC)
+			if (s->v[i].s.inject == SBX_SECRET_BASIC || !strcmp(s->v[i].s.header_name, "authorization"))
 				present[i] = true;
 			size_t out = 0;
 			unsigned char tmp[sizeof(swapped)];
@@ -261,10 +261,12 @@ static bool inject_field(const struct gw_secrets *s, const bool *bound, bool *pr
 	ok = ok && work && next && put(work, &wl, cap, v, vlen);
 	for (int i = 0; ok && i < s->n; i++) {
 		const struct gw_secret *x = &s->v[i];
-		if (!bound[i] || x->s.inject != SBX_SECRET_HEADER || strlen(x->s.header_name) != nlen ||
-		    strncasecmp(x->s.header_name, name, nlen) != 0)
+		if (!bound[i] || strlen(x->s.inject == SBX_SECRET_HEADER ? x->s.header_name : "authorization") != nlen ||
+		    strncasecmp(x->s.inject == SBX_SECRET_HEADER ? x->s.header_name : "authorization", name, nlen) != 0)
 			continue;
 		present[i] = true;
+		if (x->s.inject != SBX_SECRET_HEADER)
+			continue;
 		if (wl == x->ph_len && !memcmp(work, x->placeholder, wl)) {
 			wl = 0;
 			ok = put_format(work, &wl, cap, x);
@@ -330,9 +332,17 @@ int gw_secrets_inject(const struct gw_secrets *s, const char *host, int port, ch
 		ok = inject_field(s, bound, present, p, (size_t)(colon - p), v, (size_t)(eol - v), dst, &at, cap);
 		p = eol + 2;
 	}
-	for (int i = 0; ok && i < s->n; i++)
-		if (bound[i] && !present[i])
+	/* One field per name: of two bound secrets for one field, the first
+	 * adds it. */
+	for (int i = 0; ok && i < s->n; i++) {
+		const char *field = s->v[i].s.inject == SBX_SECRET_HEADER ? s->v[i].s.header_name : "authorization";
+		bool added = false;
+		for (int k = 0; k < i && !added; k++)
+			added = bound[k] && !present[k] &&
+				!strcmp(field, s->v[k].s.inject == SBX_SECRET_HEADER ? s->v[k].s.header_name : "authorization");
+		if (bound[i] && !present[i] && !added)
 			ok = add_field(&s->v[i], dst, &at, cap);
+	}
 	ok = ok && put(dst, &at, cap, "\r\n", 2);
 	if (ok) {
 		memcpy(out, dst, at);

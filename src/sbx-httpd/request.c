@@ -13,6 +13,9 @@
 #include "server.h"
 #include "environments.h"
 #include "skills_call.h"
+#include "secrets_call.h"
+#include "../lib/hash.h"
+#include "../lib/run_request.h"
 
 #include <limits.h>
 #include <jansson.h>
@@ -217,9 +220,76 @@ static int network(const json_t *doc, json_t *epoch, struct api_exec *x, json_t 
 	/* The epoch's own revision is the one the API knows it by: echoed when
 	 * it carries one, sbx's content hash of the policy otherwise. */
 	snprintf(x->network_revision, sizeof(x->network_revision), "%s", given && *given ? given : p.revision);
+	x->network_revision_given = given && *given;
 	sbx_egress_policy_free(&p);
 	x->network_policy = "domain-allowlist";
 	json_object_set_new(run, "network", net);
+	return 0;
+}
+
+static int by_text(const void *a, const void *b)
+{
+	return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+/* An array of strings, sorted in place. */
+static void qsort_names(json_t *names)
+{
+	size_t n = json_array_size(names);
+	json_t **v = n ? calloc(n, sizeof(*v)) : NULL;
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = json_incref(json_array_get(names, i));
+	if (!v)
+		return;
+	qsort(v, n, sizeof(*v), by_text);
+	json_array_clear(names);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(names, v[i]);
+	free(v);
+}
+
+/* permissionEpoch.secretRefs: the runner's secrets the workload may use,
+ * as placeholders, only through the gateway and only to each secret's
+ * hosts, which the epoch's allowlist must cover. They make a new epoch:
+ * sbx's revision of the policy covers them. */
+static int secret_refs(json_t *epoch, struct api_exec *x, json_t *run, struct sbx_error *e)
+{
+	json_t *refs = json_object_get(epoch, "secretRefs");
+	if (!refs || json_is_null(refs))
+		return 0;
+	if (!json_is_array(refs))
+		return fail(e, "%s", "permissionEpoch.secretRefs must be an array of secret names");
+	if (!json_array_size(refs))
+		return 0;
+	if (json_array_size(refs) > SBX_RUN_MAX_SECRETS)
+		return fail(e, "%s", "permissionEpoch.secretRefs: at most 32 secrets");
+	for (size_t i = 0; i < json_array_size(refs); i++)
+		if (!json_is_string(json_array_get(refs, i)))
+			return fail(e, "%s", "permissionEpoch.secretRefs: every entry must be a secret name (a string)");
+	json_t *net = json_object_get(run, "network"), *checked = NULL;
+	if (!net)
+		return fail(e, "%s",
+			    "permissionEpoch.secretRefs: a secret is sent only through the domain-allowlist gateway; "
+			    "grant networkPolicy domain-allowlist with the secrets' hosts");
+	struct sbx_error ce;
+	if (secrets_check(net, refs, &checked, &ce) != 0)
+		return fail(e, "permissionEpoch.secretRefs: %s", ce.message);
+	json_decref(checked);
+	json_object_set(run, "secretRefs", refs);
+	if (!x->network_revision_given) {
+		/* The allowlist's revision and the sorted names, hashed again. */
+		json_t *names = json_deep_copy(refs), *all;
+		qsort_names(names);
+		all = json_pack("[s,O]", x->network_revision, names);
+		char *text = all ? json_dumps(all, JSON_COMPACT) : NULL, hex[65];
+		if (text) {
+			sbx_sha256_hex(text, strlen(text), hex);
+			snprintf(x->network_revision, sizeof(x->network_revision), "%.16s", hex);
+		}
+		free(text);
+		json_decref(all);
+		json_decref(names);
+	}
 	return 0;
 }
 
@@ -342,7 +412,7 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 		if (plain[0] && strcmp(plain, "."))
 			json_object_set_new(run, "cwd", json_string(plain));
 	}
-	if (network(doc, epoch, x, run, e) != 0 || npu_devices(doc, run, e) != 0 ||
+	if (network(doc, epoch, x, run, e) != 0 || secret_refs(epoch, x, run, e) != 0 || npu_devices(doc, run, e) != 0 ||
 	    skills(doc, x, run, e) != 0) {
 		json_decref(run);
 		return -1;

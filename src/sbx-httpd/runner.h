@@ -82,6 +82,7 @@ struct api_exec {
 	char env_id[64];             /* the environment whose prefix is mounted, "" none */
 	const char *network_policy;  /* "none" | "domain-allowlist" */
 	char network_revision[129]; /* the epoch's networkAccess.revision, or sbx's hash of the policy */
+	bool network_revision_given; /* the epoch gave it */
 	long long timeout_ms;
 	char started_at[32];         /* when it left the queue ("" until then): the result's startedAt */
 };
