@@ -1,20 +1,20 @@
-/* secret_store.c — the secret store's directory (0700, ours, no symlink)
- * and its NAME.json files (0600, atomic, read capped with O_NOFOLLOW);
- * values live on locked, undumpable pages and are cleansed when freed. */
+/* secret_store.c — the secret store's directory (0700, ours, no symlink),
+ * its NAME.json files (0600, atomic, read capped with O_NOFOLLOW) and
+ * their fields, each checked by name; and where a secret may be sent. */
 #include "secret_store.h"
 #include "atomic_file.h"
+#include "egress_policy.h"
 #include "exitcodes.h"
 #include "json.h"
+#include "launch_env.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,80 +24,6 @@ bool sbx_secret_name_ok(const char *name)
 	if (n == 0 || n > 63 || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
 		return false;
 	return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
-}
-
-static size_t pages(size_t size)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	return (size + page - 1) / page * page;
-}
-
-char *sbx_secret_buffer(size_t size)
-{
-	size_t len = pages(size);
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	/* Best effort: out of a core dump always, out of swap where the
-	 * memlock limit allows. */
-	madvise(p, len, MADV_DONTDUMP);
-	(void)mlock(p, len);
-	return p;
-}
-
-void sbx_secret_buffer_free(char *p, size_t size)
-{
-	if (!p)
-		return;
-	size_t len = pages(size);
-	OPENSSL_cleanse(p, len);
-	munlock(p, len);
-	munmap(p, len);
-}
-
-char *sbx_secret_read_fd(int fd, size_t cap, size_t *len, const char *what, struct sbx_error *e)
-{
-	char *buf = sbx_secret_buffer(cap + 2);
-	size_t n = 0;
-	if (!buf) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "out-of-memory", "%s: out of memory", what);
-		return NULL;
-	}
-	for (;;) {
-		ssize_t got = read(fd, buf + n, cap + 1 - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			sbx_error_set(e, SBX_EXIT_USAGE, "read-failed", "%s: cannot read: %s", what, strerror(errno));
-			break;
-		}
-		if (got == 0) {
-			buf[n] = '\0';
-			*len = n;
-			return buf;
-		}
-		n += (size_t)got;
-		if (n > cap) {
-			sbx_error_set(e, SBX_EXIT_USAGE, "too-large", "%s: more than %zu bytes", what, cap);
-			break;
-		}
-	}
-	sbx_secret_buffer_free(buf, cap + 2);
-	return NULL;
-}
-
-/* jansson's copies of a value (its lexer's buffer, its strings) are
- * cleansed when jansson frees them. */
-static void cleansing_free(void *p)
-{
-	if (p)
-		OPENSSL_cleanse(p, malloc_usable_size(p));
-	free(p);
-}
-
-void sbx_secret_json_cleansing(void)
-{
-	json_set_alloc_funcs(malloc, cleansing_free);
 }
 
 int sbx_secret_set_value(struct sbx_secret *s, const char *value, size_t len, struct sbx_error *e)
@@ -122,14 +48,6 @@ int sbx_secret_set_value(struct sbx_secret *s, const char *value, size_t len, st
 	s->value[len] = '\0';
 	s->value_len = len;
 	return 0;
-}
-
-void sbx_secret_free(struct sbx_secret *s)
-{
-	if (s->value)
-		sbx_secret_buffer_free(s->value, s->value_len + 1);
-	s->value = NULL;
-	s->value_len = 0;
 }
 
 int sbx_secret_store_open(const char *dir, bool create, struct sbx_error *e)
@@ -310,4 +228,204 @@ int sbx_secret_list(int dirfd, char ***names, struct sbx_error *e)
 	qsort(out, (size_t)n, sizeof(*out), by_name);
 	*names = out;
 	return n;
+}
+
+/* The fields. */
+
+static int bad(struct sbx_error *e, const char *field, const char *why)
+{
+	sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "%s: %s", field, why);
+	return -1;
+}
+
+static bool printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+/* Headers a gateway sets or the framing depends on: never a secret's. */
+static const char *const refused_headers[] = {
+	"host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer", "upgrade",
+	"proxy-authorization", "proxy-authenticate", "proxy-connection", "expect", NULL,
+};
+
+/* "NAME: FORMAT": NAME an RFC 7230 token (lower-cased), FORMAT printable
+ * ASCII holding "{}" exactly once (white space after the colon dropped). */
+static int parse_header(const char *text, struct sbx_secret *s, struct sbx_error *e)
+{
+	const char *colon = strchr(text, ':');
+	size_t n = colon ? (size_t)(colon - text) : 0;
+	if (!colon || n == 0 || n >= sizeof(s->header_name))
+		return bad(e, "header", "must be \"NAME: FORMAT\" with a header name of 1 to 63 characters");
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		if (!strchr("!#$%&'*+-.^_`|~", c) && !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') &&
+		    !(c >= 'A' && c <= 'Z'))
+			return bad(e, "header", "the header name must be a token (letters, digits, !#$%&'*+-.^_`|~)");
+		s->header_name[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+	}
+	s->header_name[n] = '\0';
+	for (size_t i = 0; refused_headers[i]; i++)
+		if (!strcmp(s->header_name, refused_headers[i])) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "header: %s is a header the gateway owns, not a secret's",
+				      s->header_name);
+			return -1;
+		}
+	const char *format = colon + 1 + strspn(colon + 1, " \t");
+	const char *hole = strstr(format, "{}");
+	if (!printable(format) || strlen(format) >= sizeof(s->header_format))
+		return bad(e, "header", "the format must be printable ASCII, at most 511 characters");
+	if (!hole || strstr(hole + 2, "{}"))
+		return bad(e, "header", "the format must hold {} (where the value goes) exactly once");
+	snprintf(s->header_format, sizeof(s->header_format), "%s", format);
+	s->inject = SBX_SECRET_HEADER;
+	return 0;
+}
+
+static int parse_basic(const json_t *basic, struct sbx_secret *s, struct sbx_error *e)
+{
+	static const struct sbx_json_field fields[] = { { "username", SBX_JSON_STRING, true, false } };
+	if (sbx_json_validate(basic, fields, 1, "basic", e) != 0)
+		return -1;
+	const char *user = json_string_value(json_object_get(basic, "username"));
+	if (!*user || strlen(user) >= sizeof(s->basic_user) ||
+	    strlen(user) != json_string_length(json_object_get(basic, "username")) || !printable(user) || strchr(user, ':'))
+		return bad(e, "basic.username", "1 to 255 printable ASCII characters, no ':'");
+	snprintf(s->basic_user, sizeof(s->basic_user), "%s", user);
+	s->inject = SBX_SECRET_BASIC;
+	return 0;
+}
+
+static int parse_hosts(const json_t *hosts, struct sbx_secret *s, struct sbx_error *e)
+{
+	struct sbx_egress_entry x;
+	char why[300];
+	size_t i;
+	json_t *h;
+	if (json_array_size(hosts) < 1 || json_array_size(hosts) > SBX_SECRET_MAX_HOSTS)
+		return bad(e, "hosts", "1 to 16 entries");
+	json_array_foreach(hosts, i, h) {
+		if (!json_is_string(h) || sbx_egress_parse_entry(json_string_value(h), &x, why, sizeof(why)) != 0) {
+			sbx_error_set(e, SBX_EXIT_USAGE, "bad-field", "hosts[%zu]: %s", i,
+				      json_is_string(h) ? why : "must be a string");
+			return -1;
+		}
+		snprintf(s->hosts[i], sizeof(s->hosts[i]), "%s", json_string_value(h));
+	}
+	s->n_hosts = (int)i;
+	return 0;
+}
+
+static int parse_env(const char *env, struct sbx_secret *s, struct sbx_error *e)
+{
+	size_t n = strlen(env);
+	if (n == 0 || n > 63 || (env[0] >= '0' && env[0] <= '9') || strspn(env, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != n)
+		return bad(e, "env", "must match ^[A-Z_][A-Z0-9_]{0,62}$");
+	if (sbx_env_name_allowed(env, e) != 0)
+		return -1;
+	snprintf(s->env, sizeof(s->env), "%s", env);
+	return 0;
+}
+
+/* "2026-01-31T12:00:00.000Z" or null (""). */
+static int parse_time(const json_t *doc, const char *field, char out[32], struct sbx_error *e)
+{
+	const json_t *v = json_object_get(doc, field);
+	const char *t = json_string_value(v);
+	out[0] = '\0';
+	if (!t)
+		return 0;
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+	bool ok = strlen(t) == sizeof(shape) - 1;
+	for (size_t i = 0; ok && shape[i]; i++)
+		ok = shape[i] == 'd' ? t[i] >= '0' && t[i] <= '9' : t[i] == shape[i];
+	if (!ok)
+		return bad(e, field, "must be an ISO-8601 UTC time with milliseconds (2026-01-31T12:00:00.000Z) or null");
+	snprintf(out, 32, "%s", t);
+	return 0;
+}
+
+static int parse(const json_t *doc, struct sbx_secret *s, bool with_value, struct sbx_error *e)
+{
+	static const struct sbx_json_field fields[] = {
+		{ "name", SBX_JSON_STRING, true, false },      { "value", SBX_JSON_STRING, false, false },
+		{ "hosts", SBX_JSON_ARRAY, true, false },      { "env", SBX_JSON_STRING, true, false },
+		{ "header", SBX_JSON_STRING, false, false },   { "basic", SBX_JSON_OBJECT, false, false },
+		{ "createdAt", SBX_JSON_STRING, false, true }, { "rotatedAt", SBX_JSON_STRING, false, true },
+		{ "lastUsedAt", SBX_JSON_STRING, false, true },
+	};
+	memset(s, 0, sizeof(*s));
+	if (sbx_json_validate(doc, fields, sizeof(fields) / sizeof(fields[0]), "", e) != 0)
+		return -1;
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)doc, key, v)
+		if (json_is_string(v) && strcmp(key, "value") != 0 && strlen(json_string_value(v)) != json_string_length(v))
+			return bad(e, key, "holds a NUL character");
+	const char *name = json_string_value(json_object_get(doc, "name"));
+	if (!sbx_secret_name_ok(name))
+		return bad(e, "name", "must match ^[a-z0-9][a-z0-9_-]{0,62}$");
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	const json_t *header = json_object_get(doc, "header"), *basic = json_object_get(doc, "basic");
+	if (!header == !basic)
+		return bad(e, "header", "give exactly one of header (\"NAME: FORMAT\") and basic ({username})");
+	if (parse_hosts(json_object_get(doc, "hosts"), s, e) != 0 ||
+	    parse_env(json_string_value(json_object_get(doc, "env")), s, e) != 0 ||
+	    (header ? parse_header(json_string_value(header), s, e) : parse_basic(basic, s, e)) != 0 ||
+	    parse_time(doc, "createdAt", s->created, e) != 0 || parse_time(doc, "rotatedAt", s->rotated, e) != 0 ||
+	    parse_time(doc, "lastUsedAt", s->last_used, e) != 0)
+		return -1;
+	const json_t *value = json_object_get(doc, "value");
+	if (!with_value)
+		return 0;
+	if (!value)
+		return bad(e, "value", "required field is missing");
+	return sbx_secret_set_value(s, json_string_value(value), json_string_length(value), e);
+}
+
+int sbx_secret_from_json(const json_t *doc, struct sbx_secret *s, struct sbx_error *e)
+{
+	return parse(doc, s, true, e);
+}
+
+int sbx_secret_from_json_meta(const json_t *doc, struct sbx_secret *s, struct sbx_error *e)
+{
+	return parse(doc, s, false, e);
+}
+
+json_t *sbx_secret_meta(const struct sbx_secret *s)
+{
+	json_t *hosts = json_array();
+	for (int i = 0; i < s->n_hosts; i++)
+		json_array_append_new(hosts, json_string(s->hosts[i]));
+	json_t *doc = json_pack("{s:s,s:o,s:s}", "name", s->name, "hosts", hosts, "env", s->env);
+	if (s->inject == SBX_SECRET_HEADER) {
+		char header[600];
+		snprintf(header, sizeof(header), "%s: %s", s->header_name, s->header_format);
+		json_object_set_new(doc, "header", json_string(header));
+	} else {
+		json_object_set_new(doc, "basic", json_pack("{s:s}", "username", s->basic_user));
+	}
+	json_object_set_new(doc, "createdAt", s->created[0] ? json_string(s->created) : json_null());
+	json_object_set_new(doc, "rotatedAt", s->rotated[0] ? json_string(s->rotated) : json_null());
+	json_object_set_new(doc, "lastUsedAt", s->last_used[0] ? json_string(s->last_used) : json_null());
+	return doc;
+}
+
+bool sbx_secret_host_matches(const struct sbx_secret *s, const char *host, int port)
+{
+	struct sbx_egress_entry entries[SBX_SECRET_MAX_HOSTS];
+	struct sbx_egress_policy hosts = { .entries = entries };
+	struct sbx_egress_target t = { .port = port };
+	char why[300];
+	if (snprintf(t.host, sizeof(t.host), "%s", host) >= (int)sizeof(t.host))
+		return false;
+	/* The secret's hosts read as an allowlist of their own. */
+	for (int i = 0; i < s->n_hosts && i < SBX_SECRET_MAX_HOSTS; i++)
+		if (sbx_egress_parse_entry(s->hosts[i], &entries[hosts.n], why, sizeof(why)) == 0)
+			hosts.n++;
+	return sbx_egress_matches(&hosts, &t);
 }

@@ -35,7 +35,7 @@ struct sbx_secret {
 	char created[32], rotated[32], last_used[32]; /* ISO-8601 UTC with ms, "" for null */
 };
 
-/* secret_store.c: the directory and its files. */
+/* secret_store.c: the directory, its files and their fields. */
 
 /* True for a secret name: ^[a-z0-9][a-z0-9_-]{0,62}$ (its file is NAME.json). */
 bool sbx_secret_name_ok(const char *name);
@@ -57,26 +57,10 @@ int sbx_secret_remove(int dirfd, const char *name, struct sbx_error *e);
  * with e. *names is an array of strings; free it with sbx_secret_names_free. */
 int sbx_secret_list(int dirfd, char ***names, struct sbx_error *e);
 void sbx_secret_names_free(char **names, int n);
-/* Cleanses and releases the value; the rest of s stays readable. */
-void sbx_secret_free(struct sbx_secret *s);
 /* Sets s's value to a copy of len bytes: 1 to SBX_SECRET_VALUE_MAX of
  * 0x20-0x7e (it goes into an HTTP header); -1 with e naming the byte's
  * position, never the byte. */
 int sbx_secret_set_value(struct sbx_secret *s, const char *value, size_t len, struct sbx_error *e);
-/* A buffer of size bytes on locked (where the memlock limit allows),
- * undumpable pages; released (cleansed first) with the same size. */
-char *sbx_secret_buffer(size_t size);
-void sbx_secret_buffer_free(char *p, size_t size);
-/* fd to EOF in one sbx_secret_buffer of cap + 2 bytes (NUL-terminated,
- * never reallocated, so no copy is left behind); NULL with e (naming
- * what) past cap bytes. Release it with sbx_secret_buffer_free(p, cap + 2). */
-char *sbx_secret_read_fd(int fd, size_t cap, size_t *len, const char *what, struct sbx_error *e);
-/* Makes jansson cleanse what it frees (its lexer's buffer and strings
- * held values); a program that parses values calls it first. */
-void sbx_secret_json_cleansing(void);
-
-/* secret_spec.c: the fields. */
-
 /* A secret document {name, value, hosts, env, header | basic, createdAt?,
  * rotatedAt?, lastUsedAt?} checked field by field into *s (value
  * included); -1 with e naming the field, s then holding no value. */
@@ -90,5 +74,21 @@ json_t *sbx_secret_meta(const struct sbx_secret *s);
 /* True when s may be sent to host:port (host lower-case, no trailing dot):
  * an entry names it, or is *.D with host below D, and pins no other port. */
 bool sbx_secret_host_matches(const struct sbx_secret *s, const char *host, int port);
+
+/* secret_value.c: where a value is held. */
+
+/* Cleanses and releases the value; the rest of s stays readable. */
+void sbx_secret_free(struct sbx_secret *s);
+/* A buffer of size bytes on locked (where the memlock limit allows),
+ * undumpable pages; released (cleansed first) with the same size. */
+char *sbx_secret_buffer(size_t size);
+void sbx_secret_buffer_free(char *p, size_t size);
+/* fd to EOF in one sbx_secret_buffer of cap + 2 bytes (NUL-terminated,
+ * never reallocated, so no copy is left behind); NULL with e (naming
+ * what) past cap bytes. Release it with sbx_secret_buffer_free(p, cap + 2). */
+char *sbx_secret_read_fd(int fd, size_t cap, size_t *len, const char *what, struct sbx_error *e);
+/* Makes jansson cleanse what it frees (its lexer's buffer and strings
+ * held values); a program that parses values calls it first. */
+void sbx_secret_json_cleansing(void);
 
 #endif
