@@ -9,7 +9,7 @@
  * the worker channel): a spec must not override them. */
 static const char *const reserved[] = {
 	"HOME", "PATH", "LANG", "PYTHONNOUSERSITE", "PYTHONPATH", "R_ENVIRON_USER",
-	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",
 	"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy",
 	"ALL_PROXY", "all_proxy", "PIP_PROXY", "npm_config_proxy", "npm_config_https_proxy",
 	"YARN_HTTP_PROXY", "YARN_HTTPS_PROXY", "TOOLCHAIN_HOME", "OLDPWD", "PWD", "SHLVL", "_", NULL,

@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -266,6 +268,8 @@ static void serve_connection(struct gateway *g, int uds, struct admission *ad)
 	for (int k = handover ? 1 : 0; k < n_passed; k++)
 		close(passed[k]);
 	if (handover) {
+		int one = 1;
+		(void)setsockopt(passed[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* as upstream (relay.c) */
 		close(uds);
 		gateway_serve(g, passed[0], NULL, 0, ad);
 	} else if ((n == 1 && first != '\0') || (late && ad->refuse)) {
@@ -400,6 +404,7 @@ int gateway_main(int argc, char **argv)
 	 * drop they exist only in this process's locked memory. */
 	static struct gw_secrets secrets;
 	if (o.secrets.n_specs) {
+		sbx_secret_json_cleansing(); /* jansson wipes what it frees: no stray copy of a value */
 		if (gw_secrets_load(&secrets, &o.secrets, &e) != 0)
 			sbx_die(&e);
 		g.secrets = &secrets;

@@ -8,6 +8,8 @@
 #include "tls_pump.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,10 @@ static int open_upstream(struct conn *c, struct pinned *p, struct audit *a)
 		return -1;
 	struct sbx_relay_limits lim = { .idle_ms = g->connect_timeout_ms,
 					.deadline_ms = sbx_monotonic_ms() + g->connect_timeout_ms };
+	/* TLS records go out as the pump makes them: no Nagle delay between a
+	 * request's head and its body. */
+	int one = 1;
+	(void)setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	SSL *ssl = extra_len ? NULL : SSL_new(g->secrets->upstream);
 	bool ok = ssl && SSL_set_fd(ssl, up) == 1 && SSL_set_tlsext_host_name(ssl, p->t.host) == 1 &&
 		  SSL_set1_host(ssl, p->t.host) == 1;
@@ -70,7 +76,8 @@ static int accept_client(struct conn *c, const struct pinned *p, struct audit *a
 	}
 	if (sbx_relay_write_all(c->client, ok, sizeof(ok) - 1, &lim) != 0)
 		return -1;
-	int fd = dup(c->client);
+	int fd = dup(c->client), one = 1;
+	(void)setsockopt(c->client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on a Unix socket */
 	SSL *ssl = fd >= 0 ? SSL_new(ctx) : NULL;
 	bool done = ssl && SSL_set_fd(ssl, fd) == 1;
 	if (done) {

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -358,9 +360,12 @@ int sbx_relay_copy(int from, int to, uint64_t n, const struct sbx_relay_limits *
 
 int sbx_connect_within(const struct sockaddr *sa, socklen_t len, int timeout_ms)
 {
-	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1;
 	if (fd < 0)
 		return -1;
+	/* A relay passes writes on as they come: Nagle would hold the second
+	 * small one (a body after its head) for the peer's delayed ACK. */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, sa, len) == 0)
 		return fd;
 	if (errno != EINPROGRESS) {
