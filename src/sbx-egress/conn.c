@@ -97,7 +97,7 @@ void conn_serve(struct conn *c, char *rbuf, char *out, bool first)
 			serve_connect(c, &h, &a, rbuf, out);
 			break;
 		}
-		again = c->pinned ? serve_pinned(c, &h, &a, rbuf, out) : serve_absolute(c, &h, &a, rbuf, out);
+		again = c->pinned ? c->pinned->serve(c, &h, &a, rbuf, out) : serve_absolute(c, &h, &a, rbuf, out);
 	}
 }
 

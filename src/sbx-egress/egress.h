@@ -68,6 +68,9 @@ struct peers {
 	int n;
 };
 
+struct conn;
+struct audit;
+
 struct gateway {
 	struct sbx_egress_policy policy;
 	struct overrides resolve;
@@ -90,6 +93,11 @@ struct gateway {
 	int refusal_burst;           /* after this many logged whole in it */
 	pthread_mutex_t log_lock;
 	struct gw_secrets *secrets;  /* the run's secrets (secrets.h), or NULL */
+	/* intercept_session when there are secrets: serve.c hands a CONNECT
+	 * to a bound host over without naming intercept.c, which serves its
+	 * requests through conn.c in turn. */
+	void (*intercept)(struct conn *c, const struct sbx_egress_target *t, const struct sbx_egress_decision *d,
+			  struct audit *a, char *rbuf, char *out);
 };
 
 /* One audit line: a decision and, once the exchange ends, its byte counts. */
@@ -155,6 +163,8 @@ struct pinned {
 	struct sbx_egress_target t;
 	struct sbx_egress_decision d;
 	int up;         /* the plain end of the upstream session; -1: none open */
+	/* serve_pinned: how conn.c serves each request inside the session. */
+	bool (*serve)(struct conn *c, const struct sbx_http_head *h, struct audit *a, char *rbuf, char *out);
 };
 
 struct conn {

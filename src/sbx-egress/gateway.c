@@ -408,6 +408,7 @@ int gateway_main(int argc, char **argv)
 		if (gw_secrets_load(&secrets, &o.secrets, &e) != 0)
 			sbx_die(&e);
 		g.secrets = &secrets;
+		g.intercept = intercept_session;
 	}
 	if (o.log_path && audit_open(&g, o.log_path, &e) != 0)
 		sbx_die(&e);

@@ -103,7 +103,7 @@ void intercept_session(struct conn *c, const struct sbx_egress_target *t, const 
 		       struct audit *a, char *rbuf, char *out)
 {
 	struct gateway *g = c->g;
-	struct pinned p = { .t = *t, .d = *d, .up = -1 };
+	struct pinned p = { .t = *t, .d = *d, .up = -1, .serve = serve_pinned };
 	if ((p.up = open_upstream(c, &p, a)) < 0)
 		return;
 	int client = accept_client(c, &p, a);

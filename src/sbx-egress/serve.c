@@ -144,9 +144,9 @@ void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *
 	}
 	if (decide(c, authority, 443, &t, &d, a) != 0)
 		return;
-	if (gw_secrets_bound(g->secrets, t.host, t.port)) {
+	if (g->intercept && gw_secrets_bound(g->secrets, t.host, t.port)) {
 		buf_consume(c->buf, &c->len, h->length);
-		intercept_session(c, &t, &d, a, rbuf, out);
+		g->intercept(c, &t, &d, a, rbuf, out);
 		return;
 	}
 	char extra[16384];
