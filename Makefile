@@ -136,10 +136,10 @@ bin/test/test_launch_parts: TEST_ARCHIVES := build/sbx-launch.a
 bin/test/test_launch_parts: build/sbx-launch.a
 bin/test/test_json: TEST_ARCHIVES := build/sbx-httpd.a
 bin/test/test_json: build/sbx-httpd.a
-bin/test/test_http_head: TEST_ARCHIVES := build/sbx-egress.a
+bin/test/test_http_head bin/test/test_gw_secrets: TEST_ARCHIVES := build/sbx-egress.a
 bin/test/test_files: TEST_ARCHIVES := build/sbx-ws.a
 bin/test/test_files: build/sbx-ws.a
-bin/test/test_http_head: build/sbx-egress.a
+bin/test/test_http_head bin/test/test_gw_secrets: build/sbx-egress.a
 bin/test/test_npu_smi bin/test/test_gpu_nvidia: TEST_ARCHIVES := build/sbx-npu.a
 bin/test/test_npu_smi bin/test/test_gpu_nvidia: build/sbx-npu.a
 

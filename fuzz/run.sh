@@ -14,7 +14,7 @@ for target in fuzz/fuzz_*.c; do
     corpus_name=${name#fuzz_}
     clang -std=c11 -D_GNU_SOURCE -DSBX_VERSION='"fuzz"' -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined -Isrc/lib -o "build/fuzz/$name" "$target" $lib_src \
-        -ljansson -lseccomp -lcrypto -lcap-ng -lsqlite3 -lpthread
+        -ljansson -lseccomp -lssl -lcrypto -lcap-ng -lsqlite3 -lpthread
     work="build/fuzz/$corpus_name-corpus"
     mkdir -p "$work"
     cp fuzz/corpus/"$corpus_name"/* "$work/" 2>/dev/null || true

@@ -29,8 +29,11 @@ bool sbx_secret_name_ok(const char *name)
 int sbx_secret_set_value(struct sbx_secret *s, const char *value, size_t len, struct sbx_error *e)
 {
 	sbx_secret_free(s);
-	if (len == 0 || len > SBX_SECRET_VALUE_MAX) {
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-value", "value: 1 to %d bytes, not %zu", SBX_SECRET_VALUE_MAX, len);
+	/* Short values could not be told from other text where the gateway
+	 * masks them in what a host sends back. */
+	if (len < SBX_SECRET_VALUE_MIN || len > SBX_SECRET_VALUE_MAX) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-value", "value: %d to %d bytes, not %zu", SBX_SECRET_VALUE_MIN,
+			      SBX_SECRET_VALUE_MAX, len);
 		return -1;
 	}
 	for (size_t i = 0; i < len; i++)

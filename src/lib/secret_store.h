@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #define SBX_SECRET_MAX_HOSTS 16
+#define SBX_SECRET_VALUE_MIN 8
 #define SBX_SECRET_VALUE_MAX 4096
 #define SBX_SECRET_FILE_MAX (64u << 10) /* a stored file is read with this cap */
 #define SBX_SECRET_LIST_MAX 1000

@@ -213,6 +213,12 @@ struct exchange {
 	bool up_again;
 };
 bool serve_exchange(struct conn *c, int up, struct exchange *x, struct audit *a, char *rbuf, char *out, size_t n);
+/* masked_body.c: a response body from a secret's host, its first *len
+ * bytes in buf, the rest read from `from`, with each bound value starred
+ * out on its way; afterwards buf holds what followed the body. */
+int serve_forward_masked(int from, int to, char *buf, size_t *len, size_t cap, enum sbx_http_body kind,
+			 uint64_t length, const struct sbx_relay_limits *lim, uint64_t *moved,
+			 const struct gw_secrets *s, const char *host, int port);
 
 /* The requests of a connection, each head within its time, until it ends
  * (first: the first head's time runs from the accept). */

@@ -113,10 +113,10 @@ int serve_open_upstream(struct conn *c, const struct sbx_egress_decision *d, con
 }
 
 /* A placeholder found where it may not go: refused, naming its secret. */
-static bool refuse_misplaced(struct conn *c, const struct gw_secret *x, bool over_tls, struct audit *a)
+static bool refuse_misplaced(struct conn *c, const struct gw_secret *x, bool form, bool over_tls, struct audit *a)
 {
 	char reason[600];
-	gw_secrets_refusal(x, over_tls, reason, sizeof(reason));
+	gw_secrets_refusal(x, form, over_tls, reason, sizeof(reason));
 	snprintf(a->secret, sizeof(a->secret), "%s", x->s.name);
 	conn_refuse(c, a, "denied", 403, reason);
 	return false;
@@ -137,9 +137,10 @@ void serve_connect(struct conn *c, const struct sbx_http_head *h, struct audit *
 	}
 	/* A CONNECT head goes to the gateway alone: no placeholder has a use
 	 * in it, and one in the name would reach a resolver. */
-	if ((x = gw_secrets_misplaced(g->secrets, c->buf, h->length, true, NULL, 0))) {
+	bool form;
+	if ((x = gw_secrets_misplaced(g->secrets, c->buf, h->length, true, NULL, 0, &form))) {
 		snprintf(a->host, sizeof(a->host), "%s", authority);
-		refuse_misplaced(c, x, false, a);
+		refuse_misplaced(c, x, form, false, a);
 		return;
 	}
 	if (decide(c, authority, 443, &t, &d, a) != 0)
@@ -231,9 +232,11 @@ static int forward_body(int from, int to, char *buf, size_t *len, size_t cap, en
 }
 
 /* Reads the upstream's response head into rbuf (1xx heads are relayed to
- * the client and skipped). 0, or -1. */
+ * the client, masked like the final head when x->mask, through scratch of
+ * OUT_CAP bytes, and skipped). 0, or -1. */
 static int read_response(int up, int client, char *rbuf, size_t *rlen, struct sbx_http_head *r,
-			 const struct sbx_relay_limits *lim)
+			 const struct sbx_relay_limits *lim, const struct gateway *g, const struct exchange *x,
+			 char *scratch)
 {
 	char why[200];
 	for (;;) {
@@ -247,7 +250,15 @@ static int read_response(int up, int client, char *rbuf, size_t *rlen, struct sb
 				errno = EPROTO;
 				return -1;
 			}
-			if (sbx_relay_write_all(client, rbuf, r->length, lim) != 0)
+			const char *head = rbuf;
+			size_t n = r->length;
+			if (x->mask) {
+				/* An interim head echoes fields as a final one may. */
+				memcpy(scratch, rbuf, n);
+				gw_secrets_mask(g->secrets, x->t->host, x->t->port, scratch, &n, OUT_CAP);
+				head = scratch;
+			}
+			if (sbx_relay_write_all(client, head, n, lim) != 0)
 				return -1;
 			buf_consume(rbuf, rlen, r->length);
 			continue;
@@ -332,10 +343,11 @@ bool serve_screen(struct conn *c, const struct sbx_http_head *h, enum sbx_http_b
 			c->len += (size_t)r;
 	}
 	size_t body = c->len - h->length < want - h->length ? c->len - h->length : want - h->length;
-	const struct gw_secret *x = gw_secrets_misplaced(g->secrets, c->buf, h->length, true, host, port);
+	bool form;
+	const struct gw_secret *x = gw_secrets_misplaced(g->secrets, c->buf, h->length, true, host, port, &form);
 	if (!x)
-		x = gw_secrets_misplaced(g->secrets, c->buf + h->length, body, false, host, port);
-	return x ? refuse_misplaced(c, x, host != NULL, a) : true;
+		x = gw_secrets_misplaced(g->secrets, c->buf + h->length, body, false, host, port, &form);
+	return x ? refuse_misplaced(c, x, form, host != NULL, a) : true;
 }
 
 bool serve_exchange(struct conn *c, int up, struct exchange *x, struct audit *a, char *rbuf, char *out, size_t n)
@@ -355,7 +367,7 @@ bool serve_exchange(struct conn *c, int up, struct exchange *x, struct audit *a,
 		  forward_body(c->client, up, c->buf, &c->len, BUF_CAP, x->req_kind, x->req_length, &lim, &moved) == 0;
 	a->up = ok ? moved : 0;
 	struct sbx_http_head r;
-	if (!ok || read_response(up, c->client, rbuf, &rlen, &r, &lim) != 0 ||
+	if (!ok || read_response(up, c->client, rbuf, &rlen, &r, &lim, g, x, out) != 0 ||
 	    sbx_http_response_body(&r, x->head_request, &resp_kind, &resp_length) != 0) {
 		refuse_upstream(c, a, errno == ETIMEDOUT ? 504 : 502, x->t);
 		return false;
@@ -371,7 +383,9 @@ bool serve_exchange(struct conn *c, int up, struct exchange *x, struct audit *a,
 		gw_secrets_mask(g->secrets, x->t->host, x->t->port, out, &n, OUT_CAP);
 	buf_consume(rbuf, &rlen, r.length);
 	ok = sbx_relay_write_all(c->client, out, n, &lim) == 0 &&
-	     forward_body(up, c->client, rbuf, &rlen, BUF_CAP, resp_kind, resp_length, &lim, &moved) == 0;
+	     (x->mask ? serve_forward_masked(up, c->client, rbuf, &rlen, BUF_CAP, resp_kind, resp_length, &lim, &moved,
+					     g->secrets, x->t->host, x->t->port)
+		      : forward_body(up, c->client, rbuf, &rlen, BUF_CAP, resp_kind, resp_length, &lim, &moved)) == 0;
 	a->down = ok ? moved : 0;
 	if (!ok)
 		snprintf(a->reason, sizeof(a->reason), "allowed; the response was cut short");

@@ -92,7 +92,7 @@ hf_body() {
     assert_equal "$status_code" 400
     call PUT /secrets/hf ''
     assert_equal "$status_code" 400
-    call POST /secrets/hf/rotate '{"value":"x"}'
+    call POST /secrets/hf/rotate '{"value":"xxxxxxxxxx"}'
     assert_equal "$status_code" 404
     call PUT /secrets/Bad.Name "$(hf_body)"
     assert_equal "$status_code" 404

@@ -75,7 +75,8 @@ run_secret() {
 @test "curl, urllib, requests and pip download reach a token-protected index with the secret; the server sees the value, the sandbox only the placeholder" {
     code=$(cat <<EOF
 curl -sS --fail -o /dev/null -w 'curl=%{http_code}\n' https://api.test:$PORT_a/simple/sbxdemo/
-curl -sS --fail -D - -o /dev/null -H "Authorization: Bearer \$HF_TOKEN" https://api.test:$PORT_a/echo | grep -i '^x-echo'
+curl -sS --fail -D - -H "Authorization: Bearer \$HF_TOKEN" https://api.test:$PORT_a/echo | grep -i -e '^x-echo' -e Authorization
+curl -sS -D - -o /dev/null -u "x:\$HF_TOKEN" https://api.test:$PORT_a/echo | grep -i -e '^HTTP/' -e '^x-sandbox-network'
 python3 -c "import os, urllib.request as u; print('urllib=%d' % u.urlopen(u.Request('https://api.test:$PORT_a/simple/sbxdemo/', headers={'Authorization': 'Bearer ' + os.environ['HF_TOKEN']})).status)"
 if python3 -c 'import requests' 2>/dev/null; then python3 -c "import requests; print('requests=%d' % requests.get('https://api.test:$PORT_a/files/sbxdemo-1.0-py3-none-any.whl').status_code)"; else echo requests=absent; fi
 python3 -m pip download --no-deps --disable-pip-version-check --no-cache-dir -q -d /tmp/dl --index-url "https://__token__:\$IDX_TOKEN@api.test:$PORT_a/simple" sbxdemo
@@ -96,6 +97,12 @@ EOF
     # The response field that echoed the value came back as the placeholder.
     [[ "$stdout" =~ [Xx]-[Ee]cho-[Aa]uthorization:\ Bearer\ sbx-secret-hf-[0-9a-f]{32} ]] || fail "echo: $stdout"
     [[ "$stdout" =~ HF_TOKEN=sbx-secret-hf-[0-9a-f]{32} ]] || fail "placeholder: $stdout"
+    # A body that echoes the value has it starred out, its length kept.
+    [[ "$stdout" == *"\"Authorization\": \"Bearer ${VALUE//?/*}\""* ]] || fail "body: $stdout"
+    # The placeholder outside its secret's form (here: Basic credentials
+    # of a header secret) is refused even for its own host.
+    [[ "$stdout" == *"HTTP/1.1 403"*"placeholder of secret hf outside its field: it goes only in authorization: Bearer {}"* ]] ||
+        fail "form: $stdout"
     # The server saw the value: as Bearer (curl, urllib) and in Basic credentials (pip).
     grep -q "\"Authorization\": \"Bearer $VALUE\"" "$WORK/a/log"
     basic=$(printf '__token__:%s' "$VALUE" | base64 -w0)

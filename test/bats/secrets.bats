@@ -84,7 +84,7 @@ unchanged() {
     assert_equal "$(jq -c '[.secrets[].name]' <<<"$output")" '["gh","hf"]'
     assert_equal "$(jq -r .value "$STORE/gh.json")" "$VALUE"
     # A name on the command line and in the document must agree.
-    IN='{"name":"other","value":"x","hosts":["api.github.com"],"env":"GH_TOKEN","basic":{"username":"bot"}}' \
+    IN='{"name":"other","value":"xxxxxxxxxx","hosts":["api.github.com"],"env":"GH_TOKEN","basic":{"username":"bot"}}' \
         secrets put gh --json
     refused_as 2 name-mismatch "name"
 }
@@ -154,19 +154,19 @@ unchanged() {
     secrets put other --host huggingface.co --header 'x-key: {}' --basic u --env X_TOKEN
     refused_as 2 bad-field "exactly one of header"
     # The value: CR, LF inside, NUL, and control bytes go into no header.
-    IN=$'abc\rdef' secrets put other --host huggingface.co --header 'x-key: {}' --env X_TOKEN
+    IN=$'abc\rdefghij' secrets put other --host huggingface.co --header 'x-key: {}' --env X_TOKEN
     refused_as 2 bad-value "byte 4"
-    IN=$'abc\ndef\n' secrets put other --host huggingface.co --header 'x-key: {}' --env X_TOKEN
+    IN=$'abc\ndefghij\n' secrets put other --host huggingface.co --header 'x-key: {}' --env X_TOKEN
     refused_as 2 bad-value "byte 4"
     IN=$'\n' secrets put other --host huggingface.co --header 'x-key: {}' --env X_TOKEN
-    refused_as 2 bad-value "1 to 4096 bytes"
+    refused_as 2 bad-value "8 to 4096 bytes"
     IN=$(head -c 5000 /dev/zero | tr '\0' a) secrets put other --host huggingface.co --header 'x-key: {}' --env X_TOKEN
     refused_as 2 bad-value "4096"
-    IN='{"name":"other","value":"a\u0000b","hosts":["huggingface.co"],"env":"X_TOKEN","header":"x: {}"}' secrets put --json
+    IN='{"name":"other","value":"a\u0000bcdefghij","hosts":["huggingface.co"],"env":"X_TOKEN","header":"x: {}"}' secrets put --json
     refused_as 2 bad-value "byte 2"
-    IN='{"name":"other","value":"x","hosts":["huggingface.co"],"env":"X_TOKEN","header":"x: {}","createdAt":null}' secrets put --json
+    IN='{"name":"other","value":"xxxxxxxxxx","hosts":["huggingface.co"],"env":"X_TOKEN","header":"x: {}","createdAt":null}' secrets put --json
     refused_as 2 bad-field createdAt
-    IN='{"name":"other","value":"x","hosts":["huggingface.co"],"env":"X_TOKEN","header":"x: {}","extra":1}' secrets put --json
+    IN='{"name":"other","value":"xxxxxxxxxx","hosts":["huggingface.co"],"env":"X_TOKEN","header":"x: {}","extra":1}' secrets put --json
     refused_as 2 unknown-field extra
     # A JSON error never quotes the input (the value could be in it).
     IN='{"name":"other","value":"'"$VALUE"'  ' secrets put --json

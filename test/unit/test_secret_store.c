@@ -17,7 +17,7 @@ static json_t *spec(const char *extra)
 {
 	char text[1024];
 	snprintf(text, sizeof(text),
-		 "{\"name\":\"hf\",\"value\":\"tok-123\",\"hosts\":[\"huggingface.co\",\"*.hf.co:443\"],"
+		 "{\"name\":\"hf\",\"value\":\"tok-12345\",\"hosts\":[\"huggingface.co\",\"*.hf.co:443\"],"
 		 "\"env\":\"HF_TOKEN\"%s}", extra);
 	json_t *doc = json_loads(text, JSON_ALLOW_NUL, NULL);
 	assert_non_null(doc);
@@ -47,8 +47,8 @@ static void fields_are_checked_by_name(void **state)
 		json_decref(doc);
 		if (!rows[i].field) {
 			assert_int_equal(rc, 0);
-			assert_int_equal(s.value_len, 7);
-			assert_string_equal(s.value, "tok-123");
+			assert_int_equal(s.value_len, 9);
+			assert_string_equal(s.value, "tok-12345");
 			sbx_secret_free(&s);
 			assert_null(s.value);
 		} else {
@@ -86,7 +86,7 @@ static void round_trip_and_matching(void **state)
 	assert_int_equal(fstatat(fd, "hf.json", &st, 0), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	assert_int_equal(sbx_secret_load(fd, "hf", true, &back, &e), 0);
-	assert_string_equal(back.value, "tok-123");
+	assert_string_equal(back.value, "tok-12345");
 	assert_string_equal(back.header_name, "x-api-key");
 	assert_string_equal(back.header_format, "{}");
 	assert_true(sbx_secret_host_matches(&back, "huggingface.co", 443));

@@ -1,4 +1,4 @@
-/* secrets.c — a run that names secrets (secretRefs): sbx-secrets checks
+/* secret_gateway.c — a run that names secrets (secretRefs): sbx-secrets checks
  * them against the run's network policy, the workload gets a placeholder
  * per secret, and a gateway of this run alone (its child) holds the values
  * and the run's CA; at the end its refusals become events and it goes. */
