@@ -199,36 +199,61 @@ int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e)
 	return -1;
 }
 
-/* Appends the file at path (capped) to fd; false and why otherwise. */
-static bool append_file(int fd, const char *path, size_t cap, bool pem, const char **why)
+/* The file at path, a regular file (never a FIFO or a device to block
+ * on, never through a symlink), read whole up to cap; NULL and why. */
+static char *read_regular(const char *path, size_t cap, size_t *len, const char **why)
 {
-	size_t len;
+	struct stat st;
 	struct sbx_error ignored;
-	int src = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	char *text = src >= 0 ? sbx_read_fd_capped(src, cap, &len, path, &ignored) : NULL;
-	if (src >= 0)
-		close(src);
-	*why = src < 0 ? strerror(errno) : !text ? "larger than its cap" : NULL;
-	if (text && pem && strncmp(text, "-----BEGIN CERTIFICATE-----", 27) != 0)
-		*why = "not a PEM certificate";
-	bool ok = text && !*why && sbx_write_all(fd, text, len) == 0 && sbx_write_all(fd, "\n", 1) == 0;
-	if (text && !*why && !ok)
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	char *text = NULL;
+	if (fd < 0 || fstat(fd, &st) != 0)
 		*why = strerror(errno);
-	free(text);
-	return ok;
+	else if (!S_ISREG(st.st_mode))
+		*why = "not a regular file";
+	else if (!(text = sbx_read_fd_capped(fd, cap, len, path, &ignored)))
+		*why = "larger than its cap";
+	if (fd >= 0)
+		close(fd);
+	return text;
+}
+
+/* Copies the CERTIFICATE blocks of PEM text, and nothing else (a private
+ * key beside them stays out of the sandbox); the count copied. */
+static int copy_certificates(int fd, const char *text, size_t len)
+{
+	static const char begin[] = "-----BEGIN CERTIFICATE-----", end[] = "-----END CERTIFICATE-----";
+	int n = 0;
+	for (const char *at = text, *b; (b = memmem(at, len - (size_t)(at - text), begin, sizeof(begin) - 1));) {
+		const char *e = memmem(b, len - (size_t)(b - text), end, sizeof(end) - 1);
+		if (!e)
+			break;
+		at = e + sizeof(end) - 1;
+		if (sbx_write_all(fd, b, (size_t)(at - b)) != 0 || sbx_write_all(fd, "\n", 1) != 0)
+			return -1;
+		n++;
+	}
+	return n;
 }
 
 int sbx_launch_host_open_trust(struct sbx_launch_host *h, const char *ca, struct sbx_error *e)
 {
 	const char *why = NULL;
-	int fd = memfd_create("sbx-trust-bundle", MFD_CLOEXEC);
-	bool ok = fd >= 0 && (!h->ca_bundle[0] || append_file(fd, h->ca_bundle, 16u << 20, false, &why)) &&
-		  append_file(fd, ca, 64u << 10, true, &why) && lseek(fd, 0, SEEK_SET) == 0;
-	if (!ok) {
+	size_t len = 0, ca_len = 0;
+	char *bundle = h->ca_bundle[0] ? read_regular(h->ca_bundle, 16u << 20, &len, &why) : NULL;
+	char *extra = !why ? read_regular(ca, 64u << 10, &ca_len, &why) : NULL;
+	int fd = !why ? memfd_create("sbx-trust-bundle", MFD_CLOEXEC) : -1, copied = 0;
+	if (!why && (fd < 0 || (bundle && sbx_write_all(fd, bundle, len) != 0) || sbx_write_all(fd, "\n", 1) != 0 ||
+		     (copied = copy_certificates(fd, extra, ca_len)) < 0 || lseek(fd, 0, SEEK_SET) != 0))
+		why = strerror(errno);
+	else if (!why && copied == 0)
+		why = "holds no PEM certificate";
+	free(bundle);
+	free(extra);
+	if (why) {
 		if (fd >= 0)
 			close(fd);
-		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "network.caCertificate: %.300s: %s", ca,
-			      why ? why : strerror(errno));
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "network.caCertificate: %.300s: %s", ca, why);
 		return -1;
 	}
 	h->trust_fd = fd;

@@ -212,3 +212,32 @@ EOF
     assert_failure 2
     grep -q "secretRefs: secrets need network with allowedDomains" "$WORK/d3.err"
 }
+
+@test "network.caCertificate: only its certificates enter the sandbox's bundle; a FIFO, a symlink or a file without one is refused" {
+    printf '%s\n' '{"mode":"domain-allowlist","allowedDomains":["api.test"]}' > "$WORK/policy.json"
+    owner=()
+    [ "$(id -u)" -ne 0 ] || owner=(--socket-owner "$(expected_uid)")
+    mkfifo "$WORK/ready"
+    sbx-egress gateway --socket "$WORK/gw.sock" --policy "$WORK/policy.json" "${owner[@]}" --ready-fd 3 3>"$WORK/ready" &
+    await_fifo "$WORK/ready"
+    # A certificate with its key beside it: the key never enters.
+    cat "$WORK/ca.pem" "$WORK/ca.key" > "$WORK/with-key.pem"
+    spec() {
+        jq -cn --arg ws "$WS" --arg s "$WORK/gw.sock" --arg ca "$1" \
+            '{argv: ["/bin/sh", "-c", "cat /run/sbx/ca-bundle.pem; echo SSL_CERT_FILE=$SSL_CERT_FILE"], workspace: $ws,
+              network: {mode: "domain-allowlist", socket: $s, caCertificate: $ca}}'
+    }
+    run --separate-stderr sbx-launch - <<< "$(spec "$WORK/with-key.pem")"
+    assert_success
+    assert_output --partial "$(head -n 2 "$WORK/ca.pem" | tail -n 1)"
+    assert_output --partial "SSL_CERT_FILE=/run/sbx/ca-bundle.pem"
+    refute_output --partial "PRIVATE KEY"
+    # Refused before any sandbox: a FIFO (never blocked on), a symlink, no certificate.
+    mkfifo "$WORK/fifo.pem"
+    ln -s "$WORK/ca.pem" "$WORK/link.pem"
+    for bad in fifo.pem link.pem ca.key; do
+        run --separate-stderr timeout 20 sbx-launch - <<< "$(spec "$WORK/$bad")"
+        assert_failure 2
+        [[ "$stderr" == *"network.caCertificate: $WORK/$bad"* ]] || fail "$bad: $stderr"
+    done
+}
