@@ -44,7 +44,8 @@ int serve_forward_masked(int from, int to, char *buf, size_t *len, size_t cap, e
 		if (out) {
 			if (sbx_relay_write_all(to, buf, out, lim) != 0)
 				return -1;
-			buf_consume(buf, len, out);
+			memmove(buf, buf + out, *len - out);
+			*len -= out;
 			body -= out;
 			*moved += out;
 		}

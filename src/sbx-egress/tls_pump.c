@@ -62,6 +62,18 @@ struct pump {
 	short tls_events, plain_events;
 };
 
+/* What an SSL call that did not complete waits for, noted for the poll;
+ * false when it failed or the session ended instead. */
+static bool want(struct pump *p, int rc)
+{
+	int err = SSL_get_error(p->ssl, rc);
+	if (err == SSL_ERROR_WANT_READ)
+		p->tls_events |= POLLIN;
+	else if (err == SSL_ERROR_WANT_WRITE)
+		p->tls_events |= POLLOUT;
+	return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
+}
+
 /* TLS to plain: one record's bytes at a time, passed on before the next. */
 static int tls_to_plain(struct pump *p, bool *progress)
 {
@@ -71,20 +83,13 @@ static int tls_to_plain(struct pump *p, bool *progress)
 			p->tp_off = 0;
 			p->tp_len = (size_t)n;
 			*progress = true;
-		} else {
-			int err = SSL_get_error(p->ssl, n);
-			if (err == SSL_ERROR_WANT_READ)
-				p->tls_events |= POLLIN;
-			else if (err == SSL_ERROR_WANT_WRITE)
-				p->tls_events |= POLLOUT;
-			else {
-				/* close_notify, or an end without one: either way the
-				 * plain side reads an end of stream (HTTP framing tells a
-				 * cut body from a finished one). */
-				p->tls_eof = true;
-				shutdown(p->plain, SHUT_WR);
-				*progress = true;
-			}
+		} else if (!want(p, n)) {
+			/* close_notify, or an end without one: either way the plain
+			 * side reads an end of stream (HTTP framing tells a cut body
+			 * from a finished one). */
+			p->tls_eof = true;
+			shutdown(p->plain, SHUT_WR);
+			*progress = true;
 		}
 	}
 	if (p->tp_len) {
@@ -126,14 +131,8 @@ static int plain_to_tls(struct pump *p, bool *progress)
 			if (p->tt_off == p->tt_len)
 				p->tt_len = 0;
 			*progress = true;
-		} else {
-			int err = SSL_get_error(p->ssl, n);
-			if (err == SSL_ERROR_WANT_READ)
-				p->tls_events |= POLLIN;
-			else if (err == SSL_ERROR_WANT_WRITE)
-				p->tls_events |= POLLOUT;
-			else
-				return -1;
+		} else if (!want(p, n)) {
+			return -1;
 		}
 	}
 	if (p->plain_eof && !p->tt_len && !p->tls_closed) {

@@ -22,7 +22,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define READY_TIMEOUT_MS 10000
 
 static int unavailable(struct sbx_error *e, const char *fmt, const char *detail)
 {
@@ -92,23 +91,9 @@ static int start_gateway(struct run *r, const char *base, const char *owner, str
 	int detached = run_detach(argv, env, err, ready[1], false);
 	close(ready[1]);
 	free(env);
-	char buf[16] = "";
-	struct pollfd p = { .fd = ready[0], .events = POLLIN };
-	ssize_t n = detached == 0 && poll(&p, 1, READY_TIMEOUT_MS) == 1 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
-	close(ready[0]);
-	if (n >= 6 && !strncmp(buf, "ready\n", 6))
+	char line[600];
+	if (run_gateway_ready(ready[0], detached == 0, err, line, sizeof(line)))
 		return 0;
-	char line[600] = "the gateway did not start", *out;
-	size_t len;
-	struct sbx_error ignored;
-	if ((out = sbx_read_file_capped(err, 1u << 16, &len, &ignored))) {
-		json_t *diag;
-		sbx_last_line(out, line, sizeof(line));
-		if ((diag = json_loads(line, 0, NULL)))
-			snprintf(line, sizeof(line), "%s", sbx_json_string_or(diag, "message", line));
-		json_decref(diag);
-		free(out);
-	}
 	return unavailable(e, "%s", line);
 }
 

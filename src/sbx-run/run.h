@@ -110,6 +110,9 @@ enum sbx_quota_state run_quota_check(struct run *r, bool during);
 /* egress.c: a domain-allowlist run gets its revision's gateway (started
  * when none answers) and the spec's network names its socket. */
 int run_egress_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);
+/* Waits (bounded) for a started gateway's "ready" on ready_fd (closed
+ * here); false with the gateway's last diagnostic from err_path in line. */
+bool run_gateway_ready(int ready_fd, bool started, const char *err_path, char *line, size_t size);
 /* secretRefs (secret_gateway.c): placeholders in the spec's env and a gateway of
  * this run's own; released (its refusals as events) when the run ends. */
 int run_secrets_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e);

@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #define CHECK_TIMEOUT_MS 30000
-#define READY_TIMEOUT_MS 10000
 
 static int unavailable(struct sbx_error *e, const char *what, const char *detail)
 {
@@ -175,25 +174,11 @@ static int start(struct run *r, const struct sbx_run_as *who, struct sbx_error *
 	close(ready[1]);
 	close(errfd);
 	free(env);
-	char buf[16] = "";
-	struct pollfd p = { .fd = ready[0], .events = POLLIN };
-	ssize_t got = r->secret_gateway > 0 && poll(&p, 1, READY_TIMEOUT_MS) == 1 ? read(ready[0], buf, sizeof(buf) - 1) : -1;
-	close(ready[0]);
-	if (got >= 6 && !strncmp(buf, "ready\n", 6)) {
+	char line[600];
+	if (run_gateway_ready(ready[0], r->secret_gateway > 0, err, line, sizeof(line))) {
 		json_object_set_new(r->req.spec, "network",
 				    json_pack("{s:s,s:s,s:s}", "mode", "domain-allowlist", "socket", sock, "caCertificate", ca));
 		return 0;
-	}
-	char line[600] = "the gateway did not start", *text;
-	size_t len;
-	struct sbx_error ignored;
-	if ((text = sbx_read_file_capped(err, 1u << 16, &len, &ignored))) {
-		json_t *diag;
-		sbx_last_line(text, line, sizeof(line));
-		if ((diag = json_loads(line, 0, NULL)))
-			snprintf(line, sizeof(line), "%s", sbx_json_string_or(diag, "message", line));
-		json_decref(diag);
-		free(text);
 	}
 	return unavailable(e, "its gateway did not start", line);
 }

@@ -46,6 +46,8 @@ void run_usage(FILE *out)
 		"  --egress-dir DIR      egress gateways by policy revision (default: <data dir>/eg)\n"
 		"  --egress-idle-s N     a gateway no run holds exits after N idle seconds (default 300)\n"
 		"  --egress-resolve NAME:PORT:ADDR  a gateway this run starts answers NAME so (repeatable)\n"
+		"  --egress-upstream-ca FILE  a secret run's gateway also trusts this CA for the secrets' hosts\n"
+		"  --secrets-dir DIR   the sbx-secrets store of secretRefs (default <data dir>/secrets)\n"
 		"\n"
 		"       sbx-run verify --key-file KEY [EVENTS|-]   checks a signed event stream\n");
 	sbx_cli_print_exit_codes(out);

@@ -46,7 +46,7 @@ teardown() {
 }
 
 @test "bash completion offers each program's options and commands, read from its --help" {
-    run bash -c 'source "$1"; for t in "sbx-launch --dr" "sbx-npu fr" "sbx-broker su" "sbx-egress gateway --up" "sbx-snap co"; do
+    run bash -c 'source "$1"; for t in "sbx-launch --dr" "sbx-npu fr" "sbx-broker su" "sbx-egress gateway --upstream-p" "sbx-snap co"; do
         COMP_WORDS=($t); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _sbx; echo "${COMPREPLY[*]}"; done' _ "$CONTRIB/completions/sbx.bash"
     assert_success
     assert_output "$(printf '%s\n' --dry-run fragment submit --upstream-proxy commit)"

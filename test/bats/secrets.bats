@@ -271,9 +271,9 @@ unchanged() {
     [ ! -e "$STORE" ]
     # Eight writers at once: each rotation lands whole, none is lost.
     for i in $(seq 8); do
-        printf 'value-%s\n' "$i" | sbx-secrets --store "$WORK/elsewhere" rotate hf >/dev/null 2>&1 &
+        printf 'rotated-value-%s\n' "$i" | sbx-secrets --store "$WORK/elsewhere" rotate hf >/dev/null 2>&1 &
     done
     wait
-    [[ "$(jq -r .value "$WORK/elsewhere/hf.json")" =~ ^value-[1-8]$ ]]
+    [[ "$(jq -r .value "$WORK/elsewhere/hf.json")" =~ ^rotated-value-[1-8]$ ]]
     assert_equal "$(ls -A "$WORK/elsewhere" | sort | tr '\n' ' ')" ".lock hf.json "
 }
