@@ -59,12 +59,13 @@ int gw_secrets_inject(const struct gw_secrets *s, const char *host, int port, ch
 	size_t at = 0;
 	bool ok = dst && eol && put(dst, &at, cap, p, (size_t)(eol - p) + 2);
 	for (p = eol ? eol + 2 : end; ok && end - p >= 2 && !(p[0] == '\r' && p[1] == '\n');) {
-		eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-		const char *colon = eol ? memchr(p, ':', (size_t)(eol - p)) : NULL;
-		if (!colon) {
+		const char *next = memmem(p, (size_t)(end - p), "\r\n", 2);
+		const char *colon = next ? memchr(p, ':', (size_t)(next - p)) : NULL;
+		if (!next || !colon) {
 			ok = false;
 			break;
 		}
+		eol = next;
 		const char *v = colon + 1;
 		while (v < eol && (*v == ' ' || *v == '\t'))
 			v++;
