@@ -13,6 +13,7 @@
 #include "../lib/stage_call.h"
 #include "../lib/tree_remove.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,11 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#define STALE_AFTER_S 120
 
 #define CHECK_TIMEOUT_MS 30000
 
@@ -183,8 +188,40 @@ static int start(struct run *r, const struct sbx_run_as *who, struct sbx_error *
 	return unavailable(e, "its gateway did not start", line);
 }
 
+/* The directories of secret gateways whose run was killed (sbx-run died,
+ * its gateway with it): no gateway holds their gw.sock.alive, and they are
+ * older than any start takes. */
+static void sweep_stale(const char *egress_dir)
+{
+	int dfd = open(egress_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	struct dirent *ent;
+	struct stat st;
+	int removed = 0;
+	while ((ent = readdir(d)) && removed < 64) {
+		if (strncmp(ent->d_name, "run-", 4) != 0 || fstatat(dfd, ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode) || time(NULL) - st.st_mtime < STALE_AFTER_S)
+			continue;
+		char alive[300];
+		snprintf(alive, sizeof(alive), "%s/gw.sock.alive", ent->d_name);
+		int fd = openat(dfd, alive, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		bool held = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0;
+		if (fd >= 0)
+			close(fd);
+		if (!held && sbx_remove_tree_at(dfd, ent->d_name) == 0)
+			removed++;
+	}
+	closedir(d);
+}
+
 int run_secrets_acquire(struct run *r, const struct sbx_run_as *who, struct sbx_error *e)
 {
+	sweep_stale(r->egress_dir);
 	json_t *checked = check(r, e);
 	int rc = checked ? place(r, checked, e) : -1;
 	json_decref(checked);

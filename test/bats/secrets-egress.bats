@@ -198,6 +198,20 @@ EOF
     grep -qi "\"X-Api-Key\": \"$VALUE2\"" "$WORK/a/log"
 }
 
+@test "the directory a killed run's gateway left is collected by the next secret run; a held one stays" {
+    mkdir -p "$WORK/eg/run-00000000000000aa" "$WORK/eg/run-00000000000000bb" "$WORK/eg/run-00000000000000cc"
+    touch "$WORK/eg/run-00000000000000aa/gw.sock.alive" "$WORK/eg/run-00000000000000bb/gw.sock.alive"
+    touch -d '1 hour ago' "$WORK/eg/run-00000000000000aa" "$WORK/eg/run-00000000000000bb"
+    # bb's gateway still lives (its lock held); cc is new (its gateway may be starting).
+    exec 8<"$WORK/eg/run-00000000000000bb/gw.sock.alive"
+    flock -x 8
+    run_secret g1 'echo ran' '["hf"]'
+    assert_success
+    exec 8<&-
+    [ ! -e "$WORK/eg/run-00000000000000aa" ]
+    [ -d "$WORK/eg/run-00000000000000bb" ] && [ -d "$WORK/eg/run-00000000000000cc" ]
+}
+
 @test "a secret deleted, unknown or not allowed by the policy makes the run fail before it starts, naming it" {
     sbx-secrets --store "$STORE" rm hf
     run_secret d1 'echo ran' '["hf"]'
