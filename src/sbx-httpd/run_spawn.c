@@ -16,16 +16,17 @@ pid_t runner_spawn(bool standby, int stdin_fd, int stdout_fd, int stderr_fd, con
 		   struct sbx_error *e)
 {
 	const struct config *cfg = &g_server.cfg;
-	char state[PATH_MAX + 32], store[PATH_MAX + 32], egress[PATH_MAX + 32], grace[16];
+	char state[PATH_MAX + 32], store[PATH_MAX + 32], egress[PATH_MAX + 32], secrets[PATH_MAX + 32], grace[16];
 	sbx_data_path(cfg->data_dir, SBX_DATA_RUNNER_EXECUTIONS, "runs", state, sizeof(state));
 	sbx_data_path(cfg->data_dir, SBX_DATA_VERSIONING, NULL, store, sizeof(store));
 	sbx_data_path(cfg->data_dir, SBX_DATA_EGRESS, NULL, egress, sizeof(egress));
+	sbx_data_path(cfg->data_dir, SBX_DATA_SECRETS, NULL, secrets, sizeof(secrets));
 	snprintf(grace, sizeof(grace), "%d", RUNNER_GRACE_MS);
 	/* Run directories kept for a while (SCIENCE_AGENT_RUN_RETENTION_SECONDS)
 	 * hold result.json and launch-spec.json; others go unread. */
 	const char *argv[16] = { g_server.prog.run, "--state-dir", state, "--snapshot-store", store, "--egress-dir",
-				 egress, "--grace-ms", grace, "--output-by-reference" };
-	size_t n = 10;
+				 egress, "--secrets-dir", secrets, "--grace-ms", grace, "--output-by-reference" };
+	size_t n = 12;
 	if (!cfg->run_retention_s)
 		argv[n++] = "--transient";
 	argv[n++] = standby ? "--standby" : "-";

@@ -102,3 +102,40 @@ hf_body() {
     assert_equal "$status_code $output" '200 {"secrets":[]}'
     ! grep -r -l S3cret "$WORK/httpd.err" || fail "the value is in the daemon's log"
 }
+
+@test "an execution naming permissionEpoch.secretRefs sees only the placeholder; unknown, unallowed, malformed or without network is 400; they make a new revision" {
+    call PUT /secrets/hf "$(hf_body)"
+    assert_equal "$status_code" 201
+    access='{"mode":"domain-allowlist","allowedDomains":["huggingface.co"],"allowPrivateNetwork":false}'
+    req() {
+        shell_request "$1" 'echo "$HF_TOKEN"' | jq -c --argjson refs "$2" --argjson access "$3" \
+            '.permissionEpoch.networkPolicy = "domain-allowlist" | .permissionEpoch.networkAccess = $access |
+             .permissionEpoch.secretRefs = $refs'
+    }
+    signed /execute-shell "$(req sr1 '["hf"]' "$access")"
+    assert_equal "$status_code" 200
+    [[ "$(jq -r .stdout <<< "$output")" =~ ^sbx-secret-hf-[0-9a-f]{32}$ ]] || fail "$output"
+    [[ "$output" != *S3cret* ]]
+    with=$(jq -r .networkAccessRevision <<< "$output")
+    signed /execute-shell "$(req sr2 '[]' "$access")"
+    assert_equal "$status_code" 200
+    [ "$(jq -r .stdout <<< "$output")" = "" ]
+    [ "$(jq -r .networkAccessRevision <<< "$output")" != "$with" ]
+    signed /execute-shell "$(req sr3 '["nope"]' "$access")"
+    assert_equal "$status_code" 400
+    [[ "$(jq -r .error <<< "$output")" == *"permissionEpoch.secretRefs: unknown secret nope"* ]] || fail "$output"
+    other='{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":false}'
+    signed /execute-shell "$(req sr4 '["hf"]' "$other")"
+    assert_equal "$status_code" 400
+    [[ "$(jq -r .error <<< "$output")" == *"secret hf may be sent to huggingface.co, which the network policy does not allow"* ]] ||
+        fail "$output"
+    signed /execute-shell "$(shell_request sr5 true | jq -c '.permissionEpoch.secretRefs = ["hf"]')"
+    assert_equal "$status_code" 400
+    [[ "$(jq -r .error <<< "$output")" == *"only through the domain-allowlist gateway"* ]] || fail "$output"
+    signed /execute-shell "$(req sr6 '[1]' "$access")"
+    assert_equal "$status_code" 400
+    call DELETE /secrets/hf
+    signed /execute-shell "$(req sr7 '["hf"]' "$access")"
+    assert_equal "$status_code" 400
+    ! grep -r -l S3cret "$WORK/httpd.err" || fail "the value is in the daemon's log"
+}
