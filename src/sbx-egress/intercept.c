@@ -8,13 +8,40 @@
 #include "tls_pump.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* A TLS session on fd (its SNI and verified name host, or the server
+ * side when host is NULL), its handshake within lim, handed to a pump: the
+ * plain end, or -1 with why (ssl and fd then gone). */
+static int session(struct gateway *g, SSL *ssl, int fd, const char *host, const struct sbx_relay_limits *lim,
+		   char *why, size_t size)
+{
+	/* Both sockets already have TCP_NODELAY (relay.c, the handover): TLS
+	 * records go out as the pump makes them. */
+	bool ok = ssl && SSL_set_fd(ssl, fd) == 1 &&
+		  (!host || (SSL_set_tlsext_host_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1));
+	snprintf(why, size, "no TLS session");
+	if (ok) {
+		if (host)
+			SSL_set_connect_state(ssl);
+		else
+			SSL_set_accept_state(ssl);
+		ok = tls_handshake(ssl, fd, lim, why, size) == 0;
+	}
+	struct sbx_relay_limits life = { .idle_ms = g->idle_ms, .deadline_ms = sbx_monotonic_ms() + g->lifetime_ms };
+	int plain = ok ? tls_pump_start(ssl, fd, &life) : -1;
+	if (plain < 0) {
+		if (ok)
+			snprintf(why, size, "out of resources");
+		SSL_free(ssl);
+		close(fd);
+	}
+	return plain;
+}
 
 /* The gateway's own session to the host: verified against the trust store
  * with the host's name; the plain end of its pump, or -1 (refusal sent). */
@@ -28,27 +55,15 @@ static int open_upstream(struct conn *c, struct pinned *p, struct audit *a)
 		return -1;
 	struct sbx_relay_limits lim = { .idle_ms = g->connect_timeout_ms,
 					.deadline_ms = sbx_monotonic_ms() + g->connect_timeout_ms };
-	/* TLS records go out as the pump makes them: no Nagle delay between a
-	 * request's head and its body. */
-	int one = 1;
-	(void)setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	SSL *ssl = extra_len ? NULL : SSL_new(g->secrets->upstream);
-	bool ok = ssl && SSL_set_fd(ssl, up) == 1 && SSL_set_tlsext_host_name(ssl, p->t.host) == 1 &&
-		  SSL_set1_host(ssl, p->t.host) == 1;
-	snprintf(why, sizeof(why), "%s", extra_len ? "the upstream proxy sent bytes before the handshake" : "no TLS session");
-	if (ok) {
-		SSL_set_connect_state(ssl);
-		ok = tls_handshake(ssl, up, &lim, why, sizeof(why)) == 0;
-	}
-	struct sbx_relay_limits life = { .idle_ms = g->idle_ms, .deadline_ms = sbx_monotonic_ms() + g->lifetime_ms };
-	int plain = ok ? tls_pump_start(ssl, up, &life) : -1;
-	if (plain < 0) {
-		SSL_free(ssl);
+	int plain = extra_len ? -1 : session(g, SSL_new(g->secrets->upstream), up, p->t.host, &lim, why, sizeof(why));
+	if (extra_len) {
 		close(up);
+		snprintf(why, sizeof(why), "the upstream proxy sent bytes before the handshake");
+	}
+	if (plain < 0) {
 		snprintf(reason, sizeof(reason), "Sandbox network access could not open a verified TLS session to %s:%d: %s",
-			 p->t.host, p->t.port, ok ? "out of resources" : why);
+			 p->t.host, p->t.port, why);
 		conn_refuse(c, a, "failed", 502, reason);
-		return -1;
 	}
 	return plain;
 }
@@ -76,24 +91,13 @@ static int accept_client(struct conn *c, const struct pinned *p, struct audit *a
 	}
 	if (sbx_relay_write_all(c->client, ok, sizeof(ok) - 1, &lim) != 0)
 		return -1;
-	int fd = dup(c->client), one = 1;
-	(void)setsockopt(c->client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on a Unix socket */
-	SSL *ssl = fd >= 0 ? SSL_new(ctx) : NULL;
-	bool done = ssl && SSL_set_fd(ssl, fd) == 1;
-	if (done) {
-		SSL_set_accept_state(ssl);
-		done = tls_handshake(ssl, fd, &lim, why, sizeof(why)) == 0;
-	}
-	struct sbx_relay_limits life = { .idle_ms = g->idle_ms, .deadline_ms = sbx_monotonic_ms() + g->lifetime_ms };
-	int plain = done ? tls_pump_start(ssl, fd, &life) : -1;
+	int fd = dup(c->client);
+	int plain = fd >= 0 ? session(g, SSL_new(ctx), fd, NULL, &lim, why, sizeof(why)) : -1;
 	if (plain < 0) {
-		SSL_free(ssl);
-		if (fd >= 0)
-			close(fd);
 		a->decision = "failed";
 		a->status = 200;
 		snprintf(a->reason, sizeof(a->reason), "the client's TLS handshake with the run's certificate failed: %s",
-			 done ? "out of resources" : why);
+			 fd >= 0 ? why : strerror(errno));
 		audit_write(g, a);
 	}
 	return plain;

@@ -82,11 +82,15 @@ static bool swap_secret(const struct gw_secret *x, char *dst, size_t *at, size_t
 
 void gw_secrets_mask(const struct gw_secrets *s, const char *host, int port, char *out, size_t *n, size_t cap)
 {
+	char *dst = NULL, *tmp = NULL;
 	for (int i = 0; i < s->n; i++) {
 		const struct gw_secret *x = &s->v[i];
 		if (!sbx_secret_host_matches(&x->s, host, port))
 			continue;
-		char *dst = malloc(cap), *tmp = malloc(cap);
+		if (!dst) {
+			dst = malloc(cap);
+			tmp = malloc(cap);
+		}
 		size_t at = 0;
 		bool ok = dst && tmp;
 		for (size_t from = 0; ok && from < *n;) {
@@ -110,13 +114,13 @@ void gw_secrets_mask(const struct gw_secrets *s, const char *host, int port, cha
 				from += len + (eol ? 2 : 0);
 			}
 		}
-		if (dst)
-			OPENSSL_cleanse(dst, cap);
-		if (tmp)
-			OPENSSL_cleanse(tmp, cap);
-		free(dst);
-		free(tmp);
 	}
+	if (dst)
+		OPENSSL_cleanse(dst, cap);
+	if (tmp)
+		OPENSSL_cleanse(tmp, cap);
+	free(dst);
+	free(tmp);
 }
 
 void gw_secrets_star(const struct gw_secrets *s, const char *host, int port, char *buf, size_t n)

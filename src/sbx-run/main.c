@@ -263,6 +263,21 @@ static int execute(struct run *r, struct sbx_error *e)
 	return r->exit_code;
 }
 
+/* The directory an option names, else the data directory's area; a path
+ * too long is a usage error naming the option. */
+static void area_dir(const char *given, enum sbx_data_area area, const char *option, char *out, size_t size)
+{
+	char data[PATH_MAX], why[80];
+	int n = given ? snprintf(out, size, "%s", given)
+		      : sbx_data_dir(data, sizeof(data)) == 0 && sbx_data_path(data, area, NULL, out, size) == 0
+				? (int)strlen(out)
+				: -1;
+	if (n < 0 || (size_t)n >= size) {
+		snprintf(why, sizeof(why), "%s: path too long", option);
+		sbx_cli_usage_error("sbx-run", why);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -377,18 +392,8 @@ int main(int argc, char **argv)
 			    ? (int)strlen(r->state_dir) : -1;
 	if (n < 0 || (size_t)n >= sizeof(r->state_dir) - 64)
 		sbx_cli_usage_error("sbx-run", "--state-dir: path too long");
-	n = egress ? snprintf(r->egress_dir, sizeof(r->egress_dir), "%s", egress)
-		   : sbx_data_dir(data, sizeof(data)) == 0 &&
-				     sbx_data_path(data, SBX_DATA_EGRESS, NULL, r->egress_dir, sizeof(r->egress_dir)) == 0
-			     ? (int)strlen(r->egress_dir) : -1;
-	if (n < 0 || (size_t)n >= sizeof(r->egress_dir))
-		sbx_cli_usage_error("sbx-run", "--egress-dir: path too long");
-	n = secrets ? snprintf(r->secrets_dir, sizeof(r->secrets_dir), "%s", secrets)
-		    : sbx_data_dir(data, sizeof(data)) == 0 &&
-				      sbx_data_path(data, SBX_DATA_SECRETS, NULL, r->secrets_dir, sizeof(r->secrets_dir)) == 0
-			      ? (int)strlen(r->secrets_dir) : -1;
-	if (n < 0 || (size_t)n >= sizeof(r->secrets_dir))
-		sbx_cli_usage_error("sbx-run", "--secrets-dir: path too long");
+	area_dir(egress, SBX_DATA_EGRESS, "--egress-dir", r->egress_dir, sizeof(r->egress_dir));
+	area_dir(secrets, SBX_DATA_SECRETS, "--secrets-dir", r->secrets_dir, sizeof(r->secrets_dir));
 	if (!no_snapshot) {
 		n = store ? snprintf(r->store, sizeof(r->store), "%s", store)
 			  : snprintf(r->store, sizeof(r->store), "%s/snapshots", r->state_dir);
