@@ -82,15 +82,13 @@ static bool swap_secret(const struct gw_secret *x, char *dst, size_t *at, size_t
 
 void gw_secrets_mask(const struct gw_secrets *s, const char *host, int port, char *out, size_t *n, size_t cap)
 {
-	char *dst = NULL, *tmp = NULL;
+	/* Called for a secret's host only: the buffers serve each bound
+	 * secret in turn (without them, values are starred out in place). */
+	char *dst = malloc(cap), *tmp = malloc(cap);
 	for (int i = 0; i < s->n; i++) {
 		const struct gw_secret *x = &s->v[i];
 		if (!sbx_secret_host_matches(&x->s, host, port))
 			continue;
-		if (!dst) {
-			dst = malloc(cap);
-			tmp = malloc(cap);
-		}
 		size_t at = 0;
 		bool ok = dst && tmp;
 		for (size_t from = 0; ok && from < *n;) {
