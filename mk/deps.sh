@@ -5,7 +5,8 @@ set -eu
 PACKAGES="build-essential clang pkg-config bubblewrap jq libseccomp-dev libcap-ng-dev
 libssl-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libcmocka-dev bats
 bats-support bats-assert scdoc curl python3 util-linux passwd openssl nodejs
-libcurl4-openssl-dev cppcheck clang-tidy valgrind python3-yaml strace python3-requests"
+libcurl4-openssl-dev cppcheck clang-tidy valgrind python3-yaml strace python3-requests
+python3-prometheus-client"
 
 # The tests' Node.js packages (test/node/package-lock.json): npm ci when
 # node_modules is missing or older than the lock; silent when up to date.
