@@ -28,7 +28,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=build/%.o)
 PROGRAMS := $(patsubst src/%/main.c,bin/%,$(wildcard src/sbx-*/main.c))
 # Programs that run inside sandboxes are built from the plain flags even
 # under SAN=1: LeakSanitizer needs ptrace, which the seccomp filter refuses.
-IN_SANDBOX := bin/sbx-report bin/sbx-egress-bridge
+IN_SANDBOX := bin/sbx-report bin/sbx-egress-bridge bin/sbx-seccomp-notify
 REPORT_SRC := src/sbx-report/main.c $(addprefix src/lib/,channel.c channel_schema.c json.c cli.c \
               diag.c error.c exitcodes.c io.c path.c)
 UNIT_SRC := $(wildcard test/unit/test_*.c)
@@ -102,7 +102,7 @@ $(foreach p,$(filter-out $(IN_SANDBOX),$(PROGRAMS)),$(eval $(call program_rule,$
 ifneq ($(SAN),1)
 bin/sbx-launch: LDFLAGS += -static-pie
 bin/sbx-launch: LDLIBS := -ljansson -lseccomp
-bin/sbx-run: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -lcap-ng -Wl,-Bdynamic -lpthread -ldl
+bin/sbx-run: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -lcap-ng -lseccomp -Wl,-Bdynamic -lpthread -ldl
 # sbx-ws starts once per remote-workspace request: the same static
 # jansson and libcrypto (libcrypto's relocations dominate its start).
 bin/sbx-ws: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -Wl,-Bdynamic -lpthread -ldl
@@ -111,11 +111,16 @@ bin/sbx-ws: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -Wl,-Bdynamic -lpthread -l
 bin/sbx-secrets: LDLIBS := -Wl,-Bstatic -ljansson -lcrypto -Wl,-Bdynamic -lpthread -ldl
 endif
 
-# sbx-report and the egress bridge are bound into sandboxes that may hold
-# no libraries at all: both are static.
+# sbx-report, the egress bridge and sbx-seccomp-notify are bound into
+# sandboxes that may hold no libraries at all: all three are static.
 bin/sbx-report: $(REPORT_SRC) build/flags
 	@mkdir -p bin
 	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(REPORT_SRC) -ljansson
+
+NOTIFY_SRC := src/sbx-seccomp-notify/main.c
+bin/sbx-seccomp-notify: $(NOTIFY_SRC) build/flags
+	@mkdir -p bin
+	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(NOTIFY_SRC)
 
 BRIDGE_SRC := src/sbx-egress-bridge/main.c
 bin/sbx-egress-bridge: $(BRIDGE_SRC) build/flags

@@ -42,6 +42,7 @@ struct sbx_launch_spec {
 	char *egress_socket;     /* domain-allowlist: the gateway's socket, or NULL */
 	char *egress_ca;         /* network.caCertificate: the gateway's per-run CA, or NULL */
 	struct sbx_launch_devices devices; /* accelerators (sbx-npu's fragment) */
+	bool report_denials;     /* sbx-launch --denials-fd: the reported calls notify the supervisor */
 	bool channel;            /* the worker channel is on fd 5: SBX_CHANNEL_FD */
 	long long tmp_size;
 	long long shm_size;      /* /dev/shm's own tmpfs */

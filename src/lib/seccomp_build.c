@@ -35,9 +35,8 @@ const char *sbx_seccomp_arch_name(uint32_t arch)
 /* Adds the libseccomp rules of one table row. Each rule compares one
  * argument once (libseccomp refuses two comparisons of the same argument),
  * so ranges are spelled as sets of masked comparisons. */
-static int add_row(scmp_filter_ctx ctx, const struct sbx_seccomp_rule *r, int nr)
+static int add_row(scmp_filter_ctx ctx, const struct sbx_seccomp_rule *r, int nr, uint32_t act)
 {
-	uint32_t act = SCMP_ACT_ERRNO((uint32_t)r->error);
 	int rc = 0;
 
 	switch (r->match) {
@@ -113,18 +112,23 @@ static scmp_filter_ctx new_filter(const char *what, uint32_t arch, uint32_t *tok
 	return ctx;
 }
 
-/* Adds the rows whose profiles include every bit of mask (0: every row). */
+/* Adds the rows of part whose profiles include every bit of mask (0: every
+ * row): their errno, or a user notification for the notify part. */
 static int add_rows(scmp_filter_ctx ctx, uint32_t token, const struct sbx_seccomp_rule *rules, size_t n,
-		    unsigned mask, struct sbx_error *e)
+		    unsigned mask, enum sbx_seccomp_part part, struct sbx_error *e)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct sbx_seccomp_rule *r = &rules[i];
 		if ((r->profiles & mask) != mask)
 			continue;
+		if ((part == SBX_FILTER_UNREPORTED && sbx_seccomp_rule_reported(r)) ||
+		    (part == SBX_FILTER_NOTIFY && !sbx_seccomp_rule_reported(r)))
+			continue;
 		/* A syscall this arch does not have needs no rule there. */
 		if (seccomp_syscall_resolve_name_arch(token, r->syscall) < 0)
 			continue;
-		int rc = add_row(ctx, r, seccomp_syscall_resolve_name(r->syscall));
+		uint32_t act = part == SBX_FILTER_NOTIFY ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)r->error);
+		int rc = add_row(ctx, r, seccomp_syscall_resolve_name(r->syscall), act);
 		if (rc != 0) {
 			sbx_error_set(e, SBX_EXIT_INTERNAL, "seccomp-build", "rule for %s on %s: %s", r->syscall,
 				      sbx_seccomp_arch_name(token), strerror(-rc));
@@ -134,23 +138,29 @@ static int add_rows(scmp_filter_ctx ctx, uint32_t token, const struct sbx_seccom
 	return 0;
 }
 
-scmp_filter_ctx sbx_seccomp_build(enum sbx_seccomp_profile p, uint32_t arch, struct sbx_error *e)
+scmp_filter_ctx sbx_seccomp_build_part(enum sbx_seccomp_profile p, enum sbx_seccomp_part part, uint32_t arch,
+				       struct sbx_error *e)
 {
 	uint32_t token;
 	scmp_filter_ctx ctx = new_filter(sbx_seccomp_profile_name(p), arch, &token, e);
-	if (ctx && add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_BIT(p), e) != 0) {
+	if (ctx && add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_BIT(p), part, e) != 0) {
 		seccomp_release(ctx);
 		return NULL;
 	}
 	return ctx;
 }
 
+scmp_filter_ctx sbx_seccomp_build(enum sbx_seccomp_profile p, uint32_t arch, struct sbx_error *e)
+{
+	return sbx_seccomp_build_part(p, SBX_FILTER_WHOLE, arch, e);
+}
+
 scmp_filter_ctx sbx_seccomp_build_gateway(uint32_t arch, struct sbx_error *e)
 {
 	uint32_t token;
 	scmp_filter_ctx ctx = new_filter("gateway", arch, &token, e);
-	if (ctx && (add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_ALL, e) != 0 ||
-		    add_rows(ctx, token, sbx_seccomp_gateway_rules, sbx_seccomp_gateway_rules_len, 0, e) != 0)) {
+	if (ctx && (add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_ALL, SBX_FILTER_WHOLE, e) != 0 ||
+		    add_rows(ctx, token, sbx_seccomp_gateway_rules, sbx_seccomp_gateway_rules_len, 0, SBX_FILTER_WHOLE, e) != 0)) {
 		seccomp_release(ctx);
 		return NULL;
 	}
@@ -223,8 +233,16 @@ static void store_cached(const char *path, int mem, size_t size)
 	free(buf);
 }
 
+static const char *const part_suffix[] = { "", "-unreported", "-notify" };
+
 int sbx_seccomp_program(enum sbx_seccomp_profile p, const char *cache_dir,
 			struct sbx_seccomp_program *out, struct sbx_error *e)
+{
+	return sbx_seccomp_program_part(p, SBX_FILTER_WHOLE, cache_dir, out, e);
+}
+
+int sbx_seccomp_program_part(enum sbx_seccomp_profile p, enum sbx_seccomp_part part, const char *cache_dir,
+			     struct sbx_seccomp_program *out, struct sbx_error *e)
 {
 	char path[PATH_MAX];
 	bool cacheable = false;
@@ -234,8 +252,8 @@ int sbx_seccomp_program(enum sbx_seccomp_profile p, const char *cache_dir,
 	out->fd = -1;
 	describe(out);
 	if (cache_dir && *cache_dir) {
-		int n = snprintf(path, sizeof(path), "%s/seccomp-%s-%s-libseccomp%s-%016llx.bpf", cache_dir,
-				 sbx_seccomp_profile_name(p), out->arch, out->libseccomp,
+		int n = snprintf(path, sizeof(path), "%s/seccomp-%s%s-%s-libseccomp%s-%016llx.bpf", cache_dir,
+				 sbx_seccomp_profile_name(p), part_suffix[part], out->arch, out->libseccomp,
 				 (unsigned long long)table_digest());
 		cacheable = n > 0 && (size_t)n < sizeof(path);
 	}
@@ -244,7 +262,7 @@ int sbx_seccomp_program(enum sbx_seccomp_profile p, const char *cache_dir,
 		out->instructions = size / 8;
 		return 0;
 	}
-	scmp_filter_ctx ctx = sbx_seccomp_build(p, SCMP_ARCH_NATIVE, e);
+	scmp_filter_ctx ctx = sbx_seccomp_build_part(p, part, SCMP_ARCH_NATIVE, e);
 	if (!ctx)
 		return -1;
 	out->fd = sbx_seccomp_memfd(ctx, e);

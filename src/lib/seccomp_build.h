@@ -19,6 +19,20 @@ const char *sbx_seccomp_arch_name(uint32_t arch);
  * x86_64/aarch64). Foreign ABIs are killed; release with seccomp_release. */
 scmp_filter_ctx sbx_seccomp_build(enum sbx_seccomp_profile p, uint32_t arch, struct sbx_error *e);
 
+/* A launch that reports its denials splits the filter in two, designed
+ * together: an errno in one filter would win over a notification in the
+ * other, so the reported rows (sbx_seccomp_rule_reported) are left out of
+ * the filter bwrap loads and make up the one the sandbox's first program
+ * loads with a listener (sbx-seccomp-notify(1)). If that listener is gone
+ * the kernel still refuses those calls (ENOSYS). */
+enum sbx_seccomp_part {
+	SBX_FILTER_WHOLE,      /* every row, its errno */
+	SBX_FILTER_UNREPORTED, /* the rows not reported, their errno */
+	SBX_FILTER_NOTIFY,     /* the reported rows, a user notification each */
+};
+scmp_filter_ctx sbx_seccomp_build_part(enum sbx_seccomp_profile p, enum sbx_seccomp_part part, uint32_t arch,
+				       struct sbx_error *e);
+
 /* The egress gateway's filter on arch: the rows every profile shares and
  * the gateway's own (seccomp_table.h); other ABIs killed the same way. */
 scmp_filter_ctx sbx_seccomp_build_gateway(uint32_t arch, struct sbx_error *e);
@@ -36,5 +50,8 @@ struct sbx_seccomp_program {
  * write it; otherwise it is rebuilt. */
 int sbx_seccomp_program(enum sbx_seccomp_profile p, const char *cache_dir,
 			struct sbx_seccomp_program *out, struct sbx_error *e);
+/* The same for one part of a split filter (cached under its own name). */
+int sbx_seccomp_program_part(enum sbx_seccomp_profile p, enum sbx_seccomp_part part, const char *cache_dir,
+			     struct sbx_seccomp_program *out, struct sbx_error *e);
 
 #endif

@@ -87,6 +87,11 @@ const struct sbx_seccomp_rule sbx_seccomp_gateway_rules[] = {
 };
 const size_t sbx_seccomp_gateway_rules_len = sizeof(sbx_seccomp_gateway_rules) / sizeof(sbx_seccomp_gateway_rules[0]);
 
+int sbx_seccomp_rule_reported(const struct sbx_seccomp_rule *r)
+{
+	return r->error == EPERM;
+}
+
 static const char *const profile_names[SBX_SECCOMP_PROFILE_COUNT] = { "baseline", "network", "npu" };
 
 const char *sbx_seccomp_profile_name(enum sbx_seccomp_profile p)

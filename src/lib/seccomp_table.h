@@ -43,6 +43,12 @@ extern const size_t sbx_seccomp_rules_len;
 extern const struct sbx_seccomp_rule sbx_seccomp_gateway_rules[];
 extern const size_t sbx_seccomp_gateway_rules_len;
 
+/* Reported rows (every EPERM row) become a user notification the
+ * supervisor answers with the same errno and records as a denial. The
+ * ENOSYS and EAFNOSUPPORT rows are never reported: libc probes them on
+ * its own (clone3 before clone, netlink in getaddrinfo) and falls back. */
+int sbx_seccomp_rule_reported(const struct sbx_seccomp_rule *r);
+
 const char *sbx_seccomp_profile_name(enum sbx_seccomp_profile p);
 /* -1 when the name is not a profile. */
 int sbx_seccomp_profile_from_name(const char *name);

@@ -20,7 +20,7 @@ void sbx_stdio_sanitize(void)
 		}
 }
 
-int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, int seccomp_fd, int info_fd, int channel_fd,
+int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, const struct sbx_launch_fds *fds,
 		    struct sbx_error *e)
 {
 	const int *bind_src = plan->bind_src;
@@ -61,10 +61,13 @@ int sbx_launch_exec(const char *bwrap, const struct sbx_launch_plan *plan, int s
 	}
 	if (n_bind > SBX_BIND_FD_MAX)
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "exec-failed", "too many bound directories"), -1;
-	/* Slot i is fd SBX_SECCOMP_FD + i: the filter, info, channel, then binds. */
-	from[0] = seccomp_fd;
-	from[1] = info_fd;
-	from[2] = channel_fd;
+	/* Slot i is fd SBX_SECCOMP_FD + i: the filter, info, channel, the
+	 * notifying filter and its socket, then binds. */
+	from[0] = fds->seccomp;
+	from[1] = fds->info;
+	from[2] = fds->channel;
+	from[3] = fds->notify_filter;
+	from[4] = fds->notify_socket;
 	size_t n = SBX_BIND_FD_FIRST - SBX_SECCOMP_FD + n_bind;
 	for (size_t i = 0; i < n_bind; i++)
 		from[SBX_BIND_FD_FIRST - SBX_SECCOMP_FD + i] = bind_src[i];

@@ -88,7 +88,7 @@ static void scan_interpreters(struct sbx_strvec *masks)
 void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->report_fd = h->report_python_fd = h->egress_bridge_fd = h->egress_socket_fd = h->trust_fd = -1;
+	h->report_fd = h->report_python_fd = h->egress_bridge_fd = h->egress_socket_fd = h->trust_fd = h->notify_fd = -1;
 	sbx_strvec_init(&h->masks);
 	h->alternatives = is_dir("/etc/alternatives");
 	h->fonts = is_dir("/etc/fonts");
@@ -133,7 +133,8 @@ int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e)
 void sbx_launch_host_free(struct sbx_launch_host *h)
 {
 	sbx_strvec_free(&h->masks);
-	int *fds[] = { &h->report_fd, &h->report_python_fd, &h->egress_bridge_fd, &h->egress_socket_fd, &h->trust_fd };
+	int *fds[] = { &h->report_fd, &h->report_python_fd, &h->egress_bridge_fd, &h->egress_socket_fd, &h->trust_fd,
+		       &h->notify_fd };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);
@@ -185,15 +186,31 @@ int sbx_launch_host_open_socket(struct sbx_launch_host *h, const char *path, str
 	return 0;
 }
 
-int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e)
+/* A static helper beside this program, opened once (O_PATH) to be bound
+ * by fd: 0, or -1 with path emptied. */
+static int open_helper(const char *name, char *path, size_t size, int *fd)
 {
 	struct stat st;
-
-	if (sbx_sibling_program("sbx-egress-bridge", h->egress_bridge, sizeof(h->egress_bridge)) == 0 &&
-	    (h->egress_bridge_fd = open(h->egress_bridge, O_PATH | O_CLOEXEC)) >= 0 &&
-	    fstat(h->egress_bridge_fd, &st) == 0 && S_ISREG(st.st_mode))
+	if (sbx_sibling_program(name, path, size) == 0 && (*fd = open(path, O_PATH | O_CLOEXEC)) >= 0 &&
+	    fstat(*fd, &st) == 0 && S_ISREG(st.st_mode))
 		return 0;
-	h->egress_bridge[0] = '\0';
+	path[0] = '\0';
+	return -1;
+}
+
+int sbx_launch_host_find_notify(struct sbx_launch_host *h, struct sbx_error *e)
+{
+	if (open_helper("sbx-seccomp-notify", h->notify, sizeof(h->notify), &h->notify_fd) == 0)
+		return 0;
+	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-seccomp-notify",
+		      "--denials-fd: reporting denials needs sbx-seccomp-notify installed beside sbx-launch");
+	return -1;
+}
+
+int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e)
+{
+	if (open_helper("sbx-egress-bridge", h->egress_bridge, sizeof(h->egress_bridge), &h->egress_bridge_fd) == 0)
+		return 0;
 	sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "no-egress-bridge",
 		      "network.mode: domain-allowlist needs sbx-egress-bridge installed beside sbx-launch");
 	return -1;

@@ -22,12 +22,14 @@ struct sbx_launch_host {
 	char egress_bridge[PATH_MAX]; /* sbx-egress-bridge beside this program, "" none */
 	char report[PATH_MAX];        /* sbx-report beside this program, "" none */
 	char report_python[PATH_MAX]; /* <prefix>/share/sbx/python (sbx_report.py), "" none */
+	char notify[PATH_MAX];        /* sbx-seccomp-notify beside this program, "" none */
 	/* Each opened by the launcher before it drops privileges, bound by fd
 	 * (-1: none): nothing in the sandbox is reached by a host path. */
 	int egress_bridge_fd;
 	int report_fd;
 	int report_python_fd;
 	int egress_socket_fd;
+	int notify_fd;
 	int trust_fd;                /* the run's CA bundle (host bundle + gateway CA), a memfd; -1 none */
 	int read_only_fd[SBX_LAUNCH_READ_ONLY_MAX]; /* devices.readOnly, then readOnlyPaths */
 	size_t n_read_only;
@@ -48,6 +50,10 @@ struct sbx_launch_host {
 void sbx_launch_host_scan(bool with_masks, struct sbx_launch_host *h);
 /* Finds the bridge for a domain-allowlist launch; -1 (and why) without one. */
 int sbx_launch_host_find_bridge(struct sbx_launch_host *h, struct sbx_error *e);
+/* Finds sbx-seccomp-notify for a launch that reports denials. */
+int sbx_launch_host_find_notify(struct sbx_launch_host *h, struct sbx_error *e);
+/* Where it appears inside the sandbox, and the fds it is given there. */
+#define SBX_NOTIFY_PATH "/run/sbx/notify/sbx-seccomp-notify"
 /* Finds sbx-report (static, like the bridge) and its Python module for a
  * launch with a worker channel; -1 (and why) without sbx-report. */
 int sbx_launch_host_find_report(struct sbx_launch_host *h, struct sbx_error *e);

@@ -28,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct options {
@@ -36,6 +39,7 @@ struct options {
 	bool list_seccomp;
 	int info_fd;
 	int channel_fd;
+	int denials_fd;
 	int plan_fd;
 	const char *capabilities;
 	const char *run_as;
@@ -57,6 +61,8 @@ static void usage(FILE *out)
 		"                         {\"exit-code\": N} once the workload has ended\n"
 		"  --channel-fd FD        FD enters the sandbox as fd 5, named by SBX_CHANNEL_FD\n"
 		"  --plan-fd FD           write the --dry-run record to FD (one line, then closed)\n"
+		"  --denials-fd FD        report refused syscalls: the seccomp listener is sent on\n"
+		"                         the unix socket FD (sbx-seccomp-notify(1))\n"
 		"                         just before bwrap is exec'd\n"
 		"  --capabilities FILE    a probe answer (sbx-probe's JSON) instead of the cached probe\n"
 		"  --run-as USER|UID[:GID] who the workload runs as when started by root\n"
@@ -65,15 +71,29 @@ static void usage(FILE *out)
 	sbx_cli_print_exit_codes(out);
 }
 
+static bool is_socket(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* The kernel can hand out a seccomp listener (Linux 5.0 and later). */
+static bool notify_supported(void)
+{
+	struct seccomp_notif_sizes sizes;
+	return syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_DRY = 256, OPT_LIST, OPT_INFO, OPT_CHANNEL, OPT_PLAN, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
+	enum { OPT_DRY = 256, OPT_LIST, OPT_INFO, OPT_CHANNEL, OPT_PLAN, OPT_DENIALS, OPT_CAPS, OPT_RUN_AS, OPT_VERSION };
 	static const struct option options[] = {
 		{ "dry-run", no_argument, NULL, OPT_DRY },
 		{ "list-seccomp", no_argument, NULL, OPT_LIST },
 		{ "info-fd", required_argument, NULL, OPT_INFO },
 		{ "channel-fd", required_argument, NULL, OPT_CHANNEL },
 		{ "plan-fd", required_argument, NULL, OPT_PLAN },
+		{ "denials-fd", required_argument, NULL, OPT_DENIALS },
 		{ "capabilities", required_argument, NULL, OPT_CAPS },
 		{ "run-as", required_argument, NULL, OPT_RUN_AS },
 		{ "help", no_argument, NULL, 'h' },
@@ -83,7 +103,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	opterr = 0;
-	o->info_fd = o->channel_fd = o->plan_fd = -1;
+	o->info_fd = o->channel_fd = o->plan_fd = o->denials_fd = -1;
 	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_DRY: o->dry_run = true; break;
@@ -91,6 +111,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_INFO: o->info_fd = (int)sbx_cli_parse_long("--info-fd", optarg, 0, 65535); break;
 		case OPT_CHANNEL: o->channel_fd = (int)sbx_cli_parse_long("--channel-fd", optarg, 0, 65535); break;
 		case OPT_PLAN: o->plan_fd = (int)sbx_cli_parse_long("--plan-fd", optarg, 0, 65535); break;
+		case OPT_DENIALS: o->denials_fd = (int)sbx_cli_parse_long("--denials-fd", optarg, 0, 65535); break;
 		case OPT_CAPS: o->capabilities = optarg; break;
 		case OPT_RUN_AS: o->run_as = optarg; break;
 		case 'h': usage(stdout); exit(SBX_EXIT_OK);
@@ -105,6 +126,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	/* A dry run only records the variable; a launch needs the descriptor. */
 	if (o->channel_fd >= 0 && (o->channel_fd <= 2 || (!o->dry_run && fcntl(o->channel_fd, F_GETFD) < 0)))
 		sbx_cli_usage_error("sbx-launch", "--channel-fd: must name an open descriptor above 2");
+	if (o->denials_fd >= 0 && (o->denials_fd <= 2 || (!o->dry_run && !is_socket(o->denials_fd))))
+		sbx_cli_usage_error("sbx-launch", "--denials-fd: must name an open unix socket above 2");
 	if (o->plan_fd >= 0 && (o->plan_fd <= 3 || o->plan_fd == o->info_fd || o->plan_fd == o->channel_fd ||
 				fcntl(o->plan_fd, F_GETFD) < 0))
 		sbx_cli_usage_error("sbx-launch", "--plan-fd: must name another open descriptor above 3");
@@ -226,6 +249,8 @@ static json_t *dry_run_record(const struct sbx_launch_spec *spec, const struct s
 				"seccomp", "arch", prog->arch, "libseccomp", prog->libseccomp,
 				"instructions", (json_int_t)prog->instructions, "fromCache", prog->from_cache,
 				"runAs", "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid, "probe", probe);
+	/* Whether the reported calls notify the supervisor (sbx-seccomp-notify). */
+	json_object_set_new(json_object_get(out, "seccomp"), "reporting", json_boolean(spec->report_denials));
 	/* Which host directory each --bind-fd slot holds. */
 	json_t *binds = json_array();
 	for (size_t i = 0; i < plan->n_bind; i++)
@@ -269,6 +294,9 @@ int main(int argc, char **argv)
 		sbx_die(&e);
 	json_decref(doc);
 	spec.channel = o.channel_fd >= 0;
+	/* Without a listener from the kernel or the helper, the whole filter
+	 * refuses as before; the supervisor sees its socket close unused. */
+	spec.report_denials = o.denials_fd >= 0 && notify_supported();
 	if (sbx_run_as_resolve(o.run_as, &who, &e) != 0)
 		sbx_die(&e);
 	if (sbx_data_dir(data, sizeof(data)) != 0) {
@@ -282,11 +310,19 @@ int main(int argc, char **argv)
 	if (who.switch_user && !o.dry_run && spec.workspace.fd >= 0 &&
 	    sbx_workspace_own_at(spec.workspace.fd, spec.workspace.path, who.uid, who.gid, &e) < 0)
 		sbx_die(&e);
-	if (sbx_mkdir_p(cache, 0700, &e) != 0 || sbx_seccomp_program(spec.profile, cache, &prog, &e) != 0 ||
+	sbx_launch_host_scan(spec.env_prefix.fd >= 0 && !spec.env_writable, &host);
+	if (spec.report_denials && sbx_launch_host_find_notify(&host, &e) != 0) {
+		sbx_diag_error(&e); /* reported below as unavailable; never a weaker filter */
+		spec.report_denials = false;
+	}
+	struct sbx_seccomp_program notify = { .fd = -1 };
+	if (sbx_mkdir_p(cache, 0700, &e) != 0 ||
+	    (spec.report_denials && sbx_seccomp_program_part(spec.profile, SBX_FILTER_NOTIFY, cache, &notify, &e) != 0) ||
+	    sbx_seccomp_program_part(spec.profile, spec.report_denials ? SBX_FILTER_UNREPORTED : SBX_FILTER_WHOLE, cache,
+				     &prog, &e) != 0 ||
 	    sbx_identity_open(who.uid, who.gid, &id, &e) != 0)
 		sbx_die(&e);
 	json_t *probe = capabilities(given_caps, cache, &who, &profile);
-	sbx_launch_host_scan(spec.env_prefix.fd >= 0 && !spec.env_writable, &host);
 	if (sbx_launch_host_open_read_only(&host, &spec.devices.read_only, "devices.readOnly", &e) != 0 ||
 	    sbx_launch_host_open_read_only(&host, &spec.read_only, "readOnlyPaths", &e) != 0)
 		sbx_die(&e);
@@ -347,6 +383,8 @@ int main(int argc, char **argv)
 		sbx_launch_host_free(&host);
 		sbx_launch_spec_free(&spec);
 		close(prog.fd);
+		if (notify.fd >= 0)
+			close(notify.fd);
 		return rc;
 	}
 	if (o.plan_fd >= 0) {
@@ -369,6 +407,8 @@ int main(int argc, char **argv)
 		sbx_strvec_insert(&plan.argv, 2, "4");
 	}
 	fflush(NULL);
-	sbx_launch_exec(profile.bwrap_path, &plan, prog.fd, o.info_fd, o.channel_fd, &e);
+	struct sbx_launch_fds fds = { prog.fd, o.info_fd, o.channel_fd, notify.fd,
+				      spec.report_denials ? o.denials_fd : -1 };
+	sbx_launch_exec(profile.bwrap_path, &plan, &fds, &e);
 	sbx_die(&e);
 }

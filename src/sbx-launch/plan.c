@@ -228,6 +228,10 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	if (s->channel && h->report_python_fd >= 0)
 		binds |= bind_slot(p, "--ro-bind-fd", h->report_python_fd, h->report_python, SBX_REPORT_PYTHON_DIR);
 
+	/* Denials: the static program that loads the notifying filter. */
+	if (s->report_denials)
+		binds |= bind_slot(p, "--ro-bind-fd", h->notify_fd, h->notify, SBX_NOTIFY_PATH);
+
 	/* Egress: the static bridge and the gateway's socket, nothing else. */
 	if (s->egress_socket) {
 		binds |= bind_slot(p, "--ro-bind-fd", h->egress_bridge_fd, h->egress_bridge, EGRESS_DIR "/egress-bridge");
@@ -245,6 +249,13 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	sbx_strvec_pushf(a, "%d", SBX_SECCOMP_FD);
 	/* After "--" an argv of "--tmpfs" is a program name, never an option. */
 	sbx_strvec_push(a, "--");
+	if (s->report_denials) {
+		sbx_strvec_pushl(a, SBX_NOTIFY_PATH, "--filter-fd", NULL);
+		sbx_strvec_pushf(a, "%d", SBX_NOTIFY_FILTER_FD);
+		sbx_strvec_push(a, "--socket-fd");
+		sbx_strvec_pushf(a, "%d", SBX_NOTIFY_SOCKET_FD);
+		sbx_strvec_push(a, "--");
+	}
 	if (s->egress_socket)
 		sbx_strvec_pushl(a, EGRESS_DIR "/egress-bridge", "--socket", EGRESS_DIR "/egress.sock", "--listen",
 				 SBX_EGRESS_PORT, "--", NULL);

@@ -11,10 +11,15 @@
 #include "../lib/strvec.h"
 
 #define SBX_SECCOMP_FD 3 /* where bwrap finds the filter (--seccomp 3) */
-/* Host objects reach bwrap as fds 6, 7, ... (--bind-fd / --ro-bind-fd, or
+/* A launch that reports denials: sbx-seccomp-notify finds its half of the
+ * filter on fd 6 and the supervisor's socket on fd 7 (closed before the
+ * workload starts). */
+#define SBX_NOTIFY_FILTER_FD 6
+#define SBX_NOTIFY_SOCKET_FD 7
+/* Host objects reach bwrap as fds 8, 9, ... (--bind-fd / --ro-bind-fd, or
  * --ro-bind-data for generated files): bwrap mounts exactly what the fd
  * holds (or copies what it reads) and closes it before the workload. */
-#define SBX_BIND_FD_FIRST 6
+#define SBX_BIND_FD_FIRST 8
 #define SBX_BIND_FD_MAX 64
 
 struct sbx_launch_plan {

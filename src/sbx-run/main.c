@@ -147,12 +147,18 @@ static int execute(struct run *r, struct sbx_error *e)
 								  ? r->req.limits.memory_bytes : SBX_ADDRESS_SPACE_MIN)));
 	if (run_devices_attach(r, e) != 0)
 		return fail(r, e);
+	run_seccomp_open(&r->seccomp);
 	if (sbx_snap_scan_at(r->req.ws.fd, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
-	    sbx_sandbox_start(r->launch, r->req.spec, &r->held, r->worker.sandbox_end, &r->sb, e) != 0)
+	    sbx_sandbox_start(r->launch, r->req.spec, &r->held, r->worker.sandbox_end, r->seccomp.sandbox_end, &r->sb,
+			      e) != 0)
 		return fail(r, e);
 	close(r->worker.sandbox_end);
 	r->worker.sandbox_end = -1;
+	if (r->seccomp.sandbox_end >= 0) {
+		close(r->seccomp.sandbox_end);
+		r->seccomp.sandbox_end = -1;
+	}
 	r->provenance = sbx_sandbox_plan(&r->sb);
 	r->ran = true;
 	run_event("started", r, json_pack("{s:i}", "sandboxPid", (int)r->sb.pid));
@@ -333,6 +339,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < SBX_CG_DIRS; i++)
 		r->cg.procs_fd[i] = -1;
 	r->egress_lock_fd = -1;
+	r->seccomp.sock = r->seccomp.sandbox_end = r->seccomp.listener = -1;
 	r->workload_uid = -1;
 	r->held.pid = r->held.sock = -1;
 	r->egress_idle_s = 300;
@@ -494,6 +501,8 @@ int main(int argc, char **argv)
 		run_job_upload_reported(r);
 	/* The workload is gone: so goes the gateway that held its secrets. */
 	run_secrets_release(r);
+	/* Every refusal the run met, its last counts said before the result. */
+	run_denials_flush(r, true);
 	json_t *result = run_result(r);
 	if (run_write_result(r, result, &e) != 0) {
 		sbx_diag_error(&e);
@@ -527,6 +536,8 @@ int main(int argc, char **argv)
 		close(dirfd);
 	}
 	worker_close(&r->worker);
+	run_seccomp_close(&r->seccomp);
+	run_denials_free(&r->denials);
 	sbx_spawn_discard(&r->held); /* a run that never launched */
 	sbx_cgroup_remove(&r->cg);
 	json_decref(r->placeholders);

@@ -5,6 +5,8 @@
 #define SBX_RUN_H
 
 #include "worker.h"
+#include "denials.h"
+#include "seccomp_listen.h"
 #include "../lib/cgroup_limits.h"
 #include "event_sign.h"
 #include "object_store.h"
@@ -60,6 +62,8 @@ struct run {
 	json_t *missing_caps;      /* [{capability, lost}] the run goes on without (capabilities.c) */
 	struct sbx_signer signer;
 	struct worker worker;
+	struct run_denials denials; /* every refusal met (denials.c) */
+	struct run_seccomp seccomp; /* the seccomp listener (seccomp_listen.c) */
 	json_t *outputs;           /* the outputs manifest */
 	json_t *provenance;        /* sbx-launch --dry-run: argv, env, cwd, ... */
 	struct sbx_snap_scan before, after;

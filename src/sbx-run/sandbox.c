@@ -62,14 +62,15 @@ int sbx_sandbox_hold(const int *cgroup_procs_fds, size_t n_cgroup_procs, struct 
 }
 
 int sbx_sandbox_start(const char *launch, const json_t *spec, struct sbx_spawn_holder *holder, int channel_fd,
-		      struct sbx_sandbox *sb, struct sbx_error *e)
+		      int denials_fd, struct sbx_sandbox *sb, struct sbx_error *e)
 {
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, info[2] = { -1, -1 }, plan[2] = { -1, -1 };
 	int memfd = memfd_create("sbx-spec", MFD_CLOEXEC);
-	/* fds 3.. of sbx-launch: the spec, info, the channel (if any), the plan, then directories. */
-	int with[4 + MAX_DIR_FDS], without[3 + MAX_DIR_FDS];
-	size_t n_dirs = 0, base = channel_fd >= 0 ? 4 : 3;
-	json_t *child_spec = spec_for_child(spec, 3 + (int)base, (channel_fd >= 0 ? with : without) + base, &n_dirs);
+	/* fds 3.. of sbx-launch: the spec, info, the channel (if any), the
+	 * plan, the denials socket (if any), then directories. */
+	int fds[5 + MAX_DIR_FDS];
+	size_t base = 3 + (channel_fd >= 0) + (denials_fd >= 0), n_dirs = 0;
+	json_t *child_spec = spec_for_child(spec, 3 + (int)base, fds + base, &n_dirs);
 	char *text = child_spec ? json_dumps(child_spec, JSON_COMPACT) : NULL;
 	json_decref(child_spec);
 
@@ -84,18 +85,30 @@ int sbx_sandbox_start(const char *launch, const json_t *spec, struct sbx_spawn_h
 	}
 	free(text);
 	text = NULL;
-	/* The spec is read by sbx-launch from fd 3; bwrap reports on fd 4; the
-	 * worker channel's end is fd 5; sbx-launch's plan (the environment and
-	 * working directory it gives) comes back on fd 6 (5 without a channel). */
-	with[0] = without[0] = memfd;
-	with[1] = without[1] = info[1];
-	with[2] = channel_fd;
-	with[3] = without[2] = plan[1];
-	const char *argv_with[] = { launch, "--info-fd", "4", "--channel-fd", "5", "--plan-fd", "6", "/proc/self/fd/3", NULL };
-	const char *argv_without[] = { launch, "--info-fd", "4", "--plan-fd", "5", "/proc/self/fd/3", NULL };
-	struct sbx_spawn s = { .argv = channel_fd >= 0 ? argv_with : argv_without, .stdin_fd = in[0],
-			       .stdout_fd = out[1], .stderr_fd = err[1], .extra_fds = channel_fd >= 0 ? with : without,
-			       .n_extra = base + n_dirs };
+	/* The spec is read by sbx-launch from fd 3; bwrap reports on fd 4;
+	 * each further fd is named on the command line by its number. */
+	static const char *const numbers[] = { "3", "4", "5", "6", "7" };
+	const char *argv[12] = { launch, "--info-fd", "4" };
+	size_t argc = 3, slot = 2;
+	fds[0] = memfd;
+	fds[1] = info[1];
+	if (channel_fd >= 0) {
+		argv[argc++] = "--channel-fd";
+		argv[argc++] = numbers[slot];
+		fds[slot++] = channel_fd;
+	}
+	argv[argc++] = "--plan-fd";
+	argv[argc++] = numbers[slot];
+	fds[slot++] = plan[1];
+	if (denials_fd >= 0) {
+		argv[argc++] = "--denials-fd";
+		argv[argc++] = numbers[slot];
+		fds[slot++] = denials_fd;
+	}
+	argv[argc++] = "/proc/self/fd/3";
+	argv[argc] = NULL;
+	struct sbx_spawn s = { .argv = argv, .stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1],
+			       .extra_fds = fds, .n_extra = base + n_dirs };
 	sb->pid = sbx_spawn_release(holder, &s, NULL, e);
 	if (sb->pid < 0)
 		goto fail;

@@ -34,9 +34,10 @@ struct sbx_sandbox {
 int sbx_sandbox_hold(const int *cgroup_procs_fds, size_t n_cgroup_procs, struct sbx_spawn_holder *h,
 		     struct sbx_error *e);
 /* Starts `launch` (sbx-launch) on spec in the held process. channel_fd
- * >= 0: the sandbox's end of the worker channel. */
+ * >= 0: the sandbox's end of the worker channel; denials_fd >= 0: the
+ * socket the seccomp listener comes back on (sbx-launch --denials-fd). */
 int sbx_sandbox_start(const char *launch, const json_t *spec, struct sbx_spawn_holder *holder, int channel_fd,
-		      struct sbx_sandbox *sb, struct sbx_error *e);
+		      int denials_fd, struct sbx_sandbox *sb, struct sbx_error *e);
 /* sbx-launch's plan ({argv, env, cwd, ...}, its --dry-run record), written
  * just before bwrap starts; NULL when the launch refused (it said why on
  * stderr). */
