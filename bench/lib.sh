@@ -10,14 +10,14 @@ as_workload_uid() {
 
 # sandbox_anchor SPEC WS: the very sandbox sbx-launch builds for SPEC (its
 # --dry-run argv; SBX_DATA_DIR set), for bwrap to run directly with the
-# same fds: the filter on 3, passwd and group as data on 6 and 7, WS on 8.
+# same fds: the filter on 3, passwd and group as data on 8 and 9, WS on 10.
 # Sets argv, filter and as_user; anchor [--caller] runs it (as the workload
 # uid; --caller: as this process's uid).
 sandbox_anchor() {
     bin/sbx-launch --dry-run "$1" > "$1.dry"
     mapfile -t argv < <(jq -r '.argv[]' "$1.dry")
-    [ "$(jq -c '[.binds[].fd]' "$1.dry")" = "[6,7,8]" ] || { echo "unexpected binds: $(jq -c .binds "$1.dry")"; exit 1; }
-    filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-*.bpf)
+    [ "$(jq -c '[.binds[].fd]' "$1.dry")" = "[8,9,10]" ] || { echo "unexpected binds: $(jq -c .binds "$1.dry")"; exit 1; }
+    filter=$(ls "$SBX_DATA_DIR"/cache/seccomp-baseline-"$(jq -r .seccomp.arch "$1.dry")"-*.bpf)
     as_workload_uid "$1.dry"
     anchor_ws=$2
     anchor_passwd=$(printf 'sbx:x:%s:%s:sbx sandbox user:/tmp:/bin/sh' "$(jq .runAs.uid "$1.dry")" "$(jq .runAs.gid "$1.dry")")
@@ -26,7 +26,7 @@ sandbox_anchor() {
 anchor() {
     local who=("${as_user[@]}")
     [ "${1:-}" != --caller ] || who=()
-    "${who[@]}" "${argv[@]}" 3<"$filter" 6< <(echo "$anchor_passwd") 7< <(echo "$anchor_group") 8<"$anchor_ws"
+    "${who[@]}" "${argv[@]}" 3<"$filter" 8< <(echo "$anchor_passwd") 9< <(echo "$anchor_group") 10<"$anchor_ws"
 }
 
 # anchor_concurrent CLIENTS RUNS: CLIENTS loops at once, each running the

@@ -310,28 +310,39 @@ void sbx_cgroup_kill(const struct sbx_cgroup *cg)
 				kill_members(cg->dir[i]);
 }
 
-/* Whether the memory limit killed something: v2 memory.events oom_kill,
- * v1 memory.oom_control oom_kill. */
-static bool oom_killed(const struct sbx_cgroup *cg)
+/* The counter key ("oom_kill", "max") of a controller's events file, 0
+ * when absent: v2 memory.events and pids.events, v1 memory.oom_control
+ * and pids.events. */
+static long long event_count(const struct sbx_cgroup *cg, int controller, const char *v1_file, const char *v2_file,
+			     const char *key)
 {
-	const char *dir = cg->dir[cg->mode == SBX_CGROUP_V2 ? 0 : SBX_CG_MEMORY];
-	char path[PATH_MAX + 32];
+	const char *dir = cg->dir[cg->mode == SBX_CGROUP_V2 ? 0 : controller];
+	char path[PATH_MAX + 32], needle[32];
 	if (!dir[0])
-		return false;
-	snprintf(path, sizeof(path), "%s/%s", dir, cg->mode == SBX_CGROUP_V2 ? "memory.events" : "memory.oom_control");
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, cg->mode == SBX_CGROUP_V2 ? v2_file : v1_file);
 	struct sbx_error ignored;
 	size_t len;
 	char *text = sbx_read_file_capped(path, 4096, &len, &ignored);
-	char *hit = text ? strstr(text, "oom_kill ") : NULL;
-	bool killed = hit && strtol(hit + 9, NULL, 10) > 0;
+	int n = snprintf(needle, sizeof(needle), "%s ", key);
+	long long count = 0;
+	for (char *at = text; at && (at = strstr(at, needle)); at += n)
+		if (at == text || at[-1] == '\n') {
+			count = strtoll(at + n, NULL, 10);
+			break;
+		}
 	free(text);
-	return killed;
+	return count > 0 ? count : 0;
 }
 
 void sbx_cgroup_remove(struct sbx_cgroup *cg)
 {
-	if (cg->mode != SBX_CGROUP_NONE && !cg->oom_killed)
-		cg->oom_killed = oom_killed(cg);
+	/* Read once, while the directories are there (a second call finds none). */
+	if (cg->mode != SBX_CGROUP_NONE && (cg->dir[0][0] || cg->dir[SBX_CG_PIDS][0])) {
+		cg->oom_kills = event_count(cg, SBX_CG_MEMORY, "memory.oom_control", "memory.events", "oom_kill");
+		cg->oom_killed = cg->oom_kills > 0;
+		cg->pids_refused = event_count(cg, SBX_CG_PIDS, "pids.events", "pids.events", "max");
+	}
 	for (int i = 0; i < SBX_CG_DIRS; i++) {
 		if (cg->procs_fd[i] >= 0)
 			close(cg->procs_fd[i]);

@@ -22,6 +22,8 @@ struct sbx_cgroup {
 	char dir[SBX_CG_DIRS][PATH_MAX]; /* "" when not created */
 	int procs_fd[SBX_CG_DIRS];       /* cgroup.procs for the child to join; -1 when none */
 	bool oom_killed;                 /* read at removal: the memory limit killed a process */
+	long long oom_kills;             /* read at removal: how many */
+	long long pids_refused;          /* read at removal: forks the pids limit refused (pids.events max) */
 };
 
 /* Where limits l would live here, creating nothing but v1's "sbx" parents. */

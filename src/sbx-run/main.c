@@ -147,7 +147,8 @@ static int execute(struct run *r, struct sbx_error *e)
 								  ? r->req.limits.memory_bytes : SBX_ADDRESS_SPACE_MIN)));
 	if (run_devices_attach(r, e) != 0)
 		return fail(r, e);
-	run_seccomp_open(&r->seccomp);
+	if (!r->no_seccomp_reports)
+		run_seccomp_open(&r->seccomp);
 	if (sbx_snap_scan_at(r->req.ws.fd, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
 	    sbx_sandbox_start(r->launch, r->req.spec, &r->held, r->worker.sandbox_end, r->seccomp.sandbox_end, &r->sb,
@@ -310,6 +311,7 @@ int main(int argc, char **argv)
 		{ "keep-versions", required_argument, NULL, 'N' },
 		{ "gc-interval-s", required_argument, NULL, 'G' },
 		{ "no-gc", no_argument, NULL, 'Z' },
+		{ "no-seccomp-reports", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -350,6 +352,7 @@ int main(int argc, char **argv)
 		case 's': state = optarg; break;
 		case 'S': store = optarg; break;
 		case 'n': no_snapshot = true; break;
+		case 'Q': r->no_seccomp_reports = true; break;
 		case 'O': r->output_by_reference = true; break;
 		case 'W': standby = true; break;
 		case 'T': r->transient = true; break;
@@ -502,6 +505,7 @@ int main(int argc, char **argv)
 	/* The workload is gone: so goes the gateway that held its secrets. */
 	run_secrets_release(r);
 	/* Every refusal the run met, its last counts said before the result. */
+	run_limit_denials(r);
 	run_denials_flush(r, true);
 	json_t *result = run_result(r);
 	if (run_write_result(r, result, &e) != 0) {

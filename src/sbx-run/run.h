@@ -76,6 +76,7 @@ struct run {
 	long long started_mono_ms; /* sbx_mono_ms() when sbx-run started: a platform deadline counts from it */
 	uint64_t quota_bytes;   /* the workspace's charged bytes at the last check */
 	char quota_why[512];    /* which workspace limit was crossed (quota_hit) */
+	enum sbx_quota_state quota_state; /* the last breach seen (FITS: none) */
 	long setid_cleared;     /* set-uid/set-gid bits cleared after the run */
 	long long workload_uid; /* the workspace's own uid (SBX_UID_RANGE), -1: the shared or caller's */
 	long too_deep_removed;  /* directories past SBX_WORKSPACE_MAX_DEPTH, removed after the run */
@@ -102,11 +103,16 @@ struct run {
 	bool ran, timed_out, cancelled, quota_hit, truncated, violated, exhausted;
 	bool too_deep;          /* the workspace nested deeper than that during the run */
 	bool keep_scratch;         /* job mode: the execution directory stays */
+	bool no_seccomp_reports;   /* --no-seccomp-reports: the kernel refuses alone, nobody counts */
 };
 
 /* supervise.c: feeds the code, captures output, enforces deadline, quota
  * and cancel, and returns once the whole sandbox is gone. */
 int run_supervise(struct run *r, struct sbx_error *e);
+/* limit_denials.c: the limits that refused the run something (memory,
+ * processes, file size, workspace bytes and files, output, time), each a
+ * denial with its value, the knob that sets it and the remedy. */
+void run_limit_denials(struct run *r);
 /* supervise.c: the workspace's quota check (bytes, files, depth); over a
  * limit, quota_why names it ("exceeds" before the run, "exceeded" during). */
 enum sbx_quota_state run_quota_check(struct run *r, bool during);

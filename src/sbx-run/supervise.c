@@ -25,6 +25,8 @@ enum sbx_quota_state run_quota_check(struct run *r, bool during)
 						    r->req.max_workspace_files, &r->quota_bytes);
 	sbx_quota_breach(q, during, r->req.max_workspace_bytes, r->req.max_workspace_files, r->quota_why,
 			 sizeof(r->quota_why));
+	if (q != SBX_QUOTA_FITS)
+		r->quota_state = q;
 	return q;
 }
 

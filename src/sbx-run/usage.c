@@ -48,6 +48,8 @@ void run_usage(FILE *out)
 		"  --egress-resolve NAME:PORT:ADDR  a gateway this run starts answers NAME so (repeatable)\n"
 		"  --egress-upstream-ca FILE  a secret run's gateway also trusts this CA for the secrets' hosts\n"
 		"  --secrets-dir DIR   the sbx-secrets store of secretRefs (default <data dir>/secrets)\n"
+		"  --no-seccomp-reports  refused syscalls are not reported as denials (the whole filter\n"
+		"                        stays in bwrap: no round trip, no count)\n"
 		"\n"
 		"       sbx-run verify --key-file KEY [EVENTS|-]   checks a signed event stream\n");
 	sbx_cli_print_exit_codes(out);
