@@ -13,7 +13,7 @@ work=$(mktemp -d /tmp/sbx-bench-denials.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 export SBX_DATA_DIR="$work/data"
-cc -O2 -static -o "$work/hammer" bench/hammer.c
+cc -O2 -static -o "$work/hammer" test/fixtures/hammer.c
 # run MODE CALLS: prints "wall_ns user_s sys_s maxrss_kib" of one sbx-run
 run() {
     local ws opts=() t0 t1

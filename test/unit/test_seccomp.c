@@ -1,6 +1,7 @@
 /* test_seccomp.c — every profile compiles for x86_64 and aarch64; loaded
  * natively in a child, each profile answers as its table says; compiled
- * programs are cached and a cache file others could write is not trusted. */
+ * programs are cached and a cache file others could write is not trusted;
+ * split for reporting, the two halves refuse what the whole did. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,6 +149,56 @@ static void profiles_differ_only_where_the_table_says(void **state)
 	}
 }
 
+/* Loads the split filter (the unreported rows, then the notifying ones
+ * with a listener that is closed at once) in a child, makes one call. */
+static int errno_under_split(enum sbx_seccomp_profile p, int what)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sbx_error e;
+		scmp_filter_ctx rest = sbx_seccomp_build_part(p, SBX_FILTER_UNREPORTED, SCMP_ARCH_NATIVE, &e);
+		scmp_filter_ctx notify = sbx_seccomp_build_part(p, SBX_FILTER_NOTIFY, SCMP_ARCH_NATIVE, &e);
+		if (!rest || !notify || seccomp_load(rest) != 0 || seccomp_load(notify) != 0)
+			_exit(255);
+		int fd = seccomp_notify_fd(notify);
+		if (fd < 0)
+			_exit(254);
+		close(fd); /* the supervisor is gone */
+		long r;
+		switch (what) {
+		case 0: r = socket(AF_INET, SOCK_STREAM, 0); break;
+		case 1: r = socket(AF_NETLINK, SOCK_RAW, 0); break;
+		case 2: r = syscall(SYS_ptrace, 0, 0, 0, 0); break;
+		case 3: r = syscall(SYS_clone3, NULL, 0); break;
+		case 4: r = syscall(SYS_mount, "none", "/", "tmpfs", 0, NULL); break;
+		default: r = getpid() > 0 ? 0 : -1; break;
+		}
+		_exit(r < 0 ? errno : 0);
+	}
+	return child_errno(pid);
+}
+
+/* Split in two, the policy still refuses every call it refused whole:
+ * the rows libc probes with their errno, the reported rows with ENOSYS
+ * when no listener answers (never let through). */
+static void a_split_filter_refuses_even_without_its_listener(void **state)
+{
+	(void)state;
+	assert_int_equal(errno_under_split(SBX_SECCOMP_BASELINE, 0), ENOSYS);
+	assert_int_equal(errno_under_split(SBX_SECCOMP_NETWORK, 0), 0);
+	for (int p = 0; p < SBX_SECCOMP_PROFILE_COUNT; p++) {
+		assert_int_equal(errno_under_split(p, 1), EAFNOSUPPORT);
+		assert_int_equal(errno_under_split(p, 2), ENOSYS);
+		assert_int_equal(errno_under_split(p, 3), ENOSYS);
+		assert_int_equal(errno_under_split(p, 4), ENOSYS);
+		assert_int_equal(errno_under_split(p, 5), 0);
+	}
+	/* Every row lands in exactly one part. */
+	for (size_t i = 0; i < sbx_seccomp_rules_len; i++)
+		assert_true(sbx_seccomp_rule_reported(&sbx_seccomp_rules[i]) == (sbx_seccomp_rules[i].error == EPERM));
+}
+
 static void *thread_ok(void *arg)
 {
 	return arg;
@@ -282,6 +333,7 @@ int main(void)
 		cmocka_unit_test(aarch64_filter_skips_calls_that_arch_lacks),
 		cmocka_unit_test(unsupported_arch_is_refused),
 		cmocka_unit_test(profiles_differ_only_where_the_table_says),
+		cmocka_unit_test(a_split_filter_refuses_even_without_its_listener),
 		cmocka_unit_test(gateway_filter_refuses_exec_and_keeps_what_a_relay_needs),
 		cmocka_unit_test_setup_teardown(programs_are_cached_and_sealed, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(untrusted_or_truncated_cache_is_rebuilt, make_dir, remove_dir),
