@@ -117,7 +117,7 @@ bin/sbx-report: $(REPORT_SRC) build/flags
 	@mkdir -p bin
 	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(REPORT_SRC) -ljansson
 
-NOTIFY_SRC := src/sbx-seccomp-notify/main.c
+NOTIFY_SRC := src/sbx-seccomp-notify/main.c src/lib/fd_pass.c
 bin/sbx-seccomp-notify: $(NOTIFY_SRC) build/flags
 	@mkdir -p bin
 	$(CC) $(PLAIN_CFLAGS) -static -o $@ $(NOTIFY_SRC)

@@ -469,6 +469,8 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 	json_object_set_new(out, "truncated", json_boolean(json_is_true(json_object_get(res, "truncated"))));
 	if (json_is_object(json_object_get(res, "limits"))) /* the bounds that held, and by what */
 		json_object_set(out, "limits", json_object_get(res, "limits"));
+	if (json_is_array(json_object_get(res, "denials"))) /* every refusal the run met (sbx-run(1) DENIALS) */
+		json_object_set(out, "denials", json_object_get(res, "denials"));
 	if (!out) {
 		json_decref(ref);
 		return NULL;

@@ -508,6 +508,8 @@ int main(int argc, char **argv)
 	run_limit_denials(r);
 	run_denials_flush(r, true);
 	json_t *result = run_result(r);
+	json_object_set_new(result, "denials", run_denials_json(&r->denials));
+	json_object_set_new(result, "seccompReporting", run_seccomp_report(&r->seccomp));
 	if (run_write_result(r, result, &e) != 0) {
 		sbx_diag_error(&e);
 		r->exit_code = SBX_EXIT_INTERNAL;

@@ -116,8 +116,6 @@ json_t *run_result(struct run *r)
 	json_object_set_new(res, "setIdBitsCleared", json_integer(r->setid_cleared));
 	json_object_set_new(res, "workspaceUid", r->workload_uid >= 0 ? json_integer(r->workload_uid) : json_null());
 	json_object_set_new(res, "tooDeepDirectoriesRemoved", json_integer(r->too_deep_removed));
-	json_object_set_new(res, "denials", run_denials_json(&r->denials));
-	json_object_set_new(res, "seccompReporting", run_seccomp_report(&r->seccomp));
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		json_object_set_new(res, "supervisorMaxRssKiB", json_integer(ru.ru_maxrss));

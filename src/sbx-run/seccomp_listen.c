@@ -4,6 +4,7 @@
  * hands over without blocking), and the answer never lets a call through. */
 #include "seccomp_listen.h"
 #include "run.h"
+#include "../lib/fd_pass.h"
 #include "../lib/seccomp_table.h"
 
 #include <errno.h>
@@ -53,32 +54,18 @@ static bool is_listener(int fd)
 void run_seccomp_receive(struct run *r)
 {
 	struct run_seccomp *s = &r->seccomp;
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-			      .msg_controllen = sizeof(control.buf) };
-	ssize_t n = recvmsg(s->sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	struct cmsghdr *c = n == 1 && !(msg.msg_flags & MSG_CTRUNC) ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-		int fd;
-		memcpy(&fd, CMSG_DATA(c), sizeof(int));
-		if (is_listener(fd) && s->listener < 0) {
-			s->listener = fd;
-			s->received = true;
-			/* Wake us on the workload's CPU: a round trip in a few µs. */
-			__u64 flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;
-			(void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags);
-		} else {
-			close(fd);
-		}
+	/* Called when poll says the socket is readable: one message is all
+	 * there is (the listener, or EOF when the launch reports nothing). */
+	int fd = sbx_fd_recv(s->sock);
+	if (fd >= 0 && is_listener(fd) && s->listener < 0) {
+		s->listener = fd;
+		s->received = true;
+		/* Wake us on the workload's CPU: a round trip in a few µs. */
+		__u64 flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;
+		(void)ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags);
+	} else if (fd >= 0) {
+		close(fd);
 	}
-	/* One message is all there is: EOF, the listener, or nonsense. */
 	close(s->sock);
 	s->sock = -1;
 }

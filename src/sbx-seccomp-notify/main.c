@@ -2,6 +2,8 @@
  * denials: loads the reported half of the seccomp policy with a listener,
  * hands the listener to the supervisor over a socket, keeps no copy, and
  * runs the workload. Static: it runs where no library may be bound. */
+#include "../lib/fd_pass.h"
+
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -53,32 +55,6 @@ static void read_program(int fd, struct sock_filter *insns, unsigned short *len)
 	*len = (unsigned short)(want / sizeof(struct sock_filter));
 }
 
-static void send_listener(int sock, int listener)
-{
-	char byte = 'L';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-			      .msg_controllen = sizeof(control.buf) };
-	memset(control.buf, 0, sizeof(control.buf));
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &listener, sizeof(int));
-	for (;;) {
-		ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-		if (n == 1)
-			return;
-		if (n < 0 && errno == EINTR)
-			continue;
-		die("sending the listener", n < 0 ? strerror(errno) : "short write");
-	}
-}
-
 int main(int argc, char **argv)
 {
 	static struct sock_filter insns[MAX_PROGRAM_BYTES / sizeof(struct sock_filter)];
@@ -99,7 +75,8 @@ int main(int argc, char **argv)
 	int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (listener < 0)
 		die("loading the filter", strerror(errno));
-	send_listener(sock, listener);
+	if (sbx_fd_send(sock, listener) != 0)
+		die("sending the listener", strerror(errno));
 	/* The workload never holds the listener: it could answer its own
 	 * notifications (and let a refused call through). */
 	close(listener);

@@ -509,3 +509,14 @@ teardown() { httpd_teardown; }
     httpd_start
     [ "$(grep -c '"code":"data-dir-unreachable"' "$WORK/httpd.err")" = 0 ]
 }
+
+@test "a refused syscall is in the answer's denials (an extension), with its count and remedy" {
+    signed /execute-shell "$(shell_request den 'python3 -c "import socket
+for _ in range(2):
+    try: socket.socket(socket.AF_INET)
+    except OSError as e: print(e.strerror)"')"
+    assert_equal "$status_code" 200
+    [ "$(jq -r .stdout <<< "$output")" = $'Operation not permitted\nOperation not permitted' ]
+    [ "$(jq -r '.denials[] | select(.what == "socket(AF_INET)") | .count' <<< "$output")" = 2 ]
+    [[ "$(jq -r '.denials[] | select(.what == "socket(AF_INET)") | .remedy' <<< "$output")" == *domain-allowlist* ]]
+}
