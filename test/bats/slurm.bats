@@ -51,6 +51,7 @@ submit() {
     [[ "$job" =~ ^[0-9]+$ ]] || fail "sbatch said: $job"
 }
 
+# r N FILTER: a field of task N's result.
 r() { jq -r "$2" "$RUNS/result-$1.json"; }
 
 # No job cgroup of task/cgroup's is left for this node.

@@ -1,8 +1,9 @@
-# slurm_helpers.bash — a private Slurm cluster on this machine for one bats
-# file: munged with its own key and socket, slurmctld and slurmd in the
-# foreground with a slurm.conf in a temp dir (one node: this machine's CPUs
-# and memory); nothing in /etc/slurm or /etc/munge is read or changed.
+# slurm_helpers.bash — a private Slurm cluster for one bats file: munged (own
+# key and socket), slurmctld and slurmd in the foreground with a slurm.conf in
+# a temp dir, one node (this machine); /etc/slurm and /etc/munge left alone.
 load helpers
+# The daemons are in sbin, which a root shell's PATH may lack.
+PATH="$PATH:/usr/sbin:/sbin"
 
 # slurm_missing: why the cluster cannot run here (nothing when it can).
 slurm_missing() {
@@ -146,7 +147,8 @@ slurm_stop() {
     stop_pid "${SLURMD_PID:-}"
     stop_pid "${SLURMCTLD_PID:-}"
     stop_pid "${MUNGED_PID:-}"
-    # task/cgroup's hierarchy for this node (empty once the jobs are gone).
+    # task/cgroup's hierarchy for this node, slurm_<node> at the memory
+    # hierarchy's root (empty once the jobs are gone).
     find /sys/fs/cgroup -maxdepth 2 -type d -name "slurm_$SLURM_NODE" 2>/dev/null | while read -r d; do
         find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
     done
