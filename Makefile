@@ -35,7 +35,7 @@ UNIT_SRC := $(wildcard test/unit/test_*.c)
 UNITS    := $(UNIT_SRC:test/unit/%.c=bin/test/%) bin/test/try-syscall bin/test/libdcmi.so bin/test/uds-flood
 MANPAGES := $(patsubst man/%.scd,build/man/%,$(wildcard man/*.scd))
 
-.PHONY: all deps deps-image check lint valgrind run install uninstall image clean bench fuzz help FORCE
+.PHONY: all deps deps-image deps-slurm check lint valgrind run install uninstall image clean bench fuzz help FORCE
 all: $(PROGRAMS) $(MANPAGES)
 
 help:
@@ -46,6 +46,7 @@ help:
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make image      the container image localhost/sbx:$(VERSION) (mmdebstrap + podman; root)"
 	@echo "make deps-image install podman, buildah, mmdebstrap, runc (apt-get)"
+	@echo "make deps-slurm install slurmctld, slurmd, munge for test/bats/slurm.bats (apt-get)"
 	@echo "make bench      benchmarks, printed as ratios against an anchor"
 	@echo "make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)"
 	@echo "make lint       cppcheck and clang-tidy (.clang-tidy) over src/; any finding fails"
@@ -56,6 +57,9 @@ deps:
 
 deps-image:
 	@sh mk/deps-image.sh
+
+deps-slurm:
+	@sh mk/deps-slurm.sh
 
 # Every object depends on the exact compiler and flags: switching SAN or CC
 # rebuilds everything instead of linking mixed objects.

@@ -125,9 +125,18 @@ static bool v2_root(const struct sbx_run_limits *l, char *root, size_t size)
 	return access(root, W_OK) == 0;
 }
 
+/* v1: the runner's own directory "sbx" (made when missing: a hierarchy's
+ * root is mode 0555), where a run's cgroup can be created and removed. */
+static bool v1_own_dir(const char *dir)
+{
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return false;
+	struct stat st;
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && access(dir, W_OK) == 0;
+}
+
 /* v1: each wanted controller's hierarchy, at this process's place in it,
- * below a directory "sbx" of the runner's own (created once: the
- * hierarchy's root is mode 0555), where a run's cgroup can be removed. */
+ * below "sbx". */
 static bool v1_roots(const struct sbx_run_limits *l, char roots[SBX_CG_DIRS][PATH_MAX])
 {
 	for (int i = 0; i < SBX_CG_DIRS; i++) {
@@ -136,12 +145,8 @@ static bool v1_roots(const struct sbx_run_limits *l, char roots[SBX_CG_DIRS][PAT
 		if (!wanted(l, i))
 			continue;
 		if (!mount_of(controller[i], mount, sizeof(mount)) || !own_path(controller[i], rel, sizeof(rel)) ||
-		    !join(parent, sizeof(parent), mount, rel) || snprintf(roots[i], PATH_MAX, "%s/sbx", parent) >= PATH_MAX)
-			return false;
-		if (mkdir(roots[i], 0755) != 0 && errno != EEXIST)
-			return false;
-		struct stat st;
-		if (lstat(roots[i], &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || access(roots[i], W_OK) != 0)
+		    !join(parent, sizeof(parent), mount, rel) || snprintf(roots[i], PATH_MAX, "%s/sbx", parent) >= PATH_MAX ||
+		    !v1_own_dir(roots[i]))
 			return false;
 	}
 	return true;
@@ -241,8 +246,13 @@ int sbx_cgroup_create(const char *id, const struct sbx_run_limits *l, struct sbx
 		if (!here)
 			continue;
 		sweep_dead(roots[i]);
-		if (snprintf(cg->dir[i], PATH_MAX, "%s/sbx-%ld-%s", roots[i], (long)getpid(), id) >= PATH_MAX ||
-		    mkdir(cg->dir[i], 0755) != 0) {
+		bool fits = snprintf(cg->dir[i], PATH_MAX, "%s/sbx-%ld-%s", roots[i], (long)getpid(), id) < PATH_MAX;
+		bool made = fits && mkdir(cg->dir[i], 0755) == 0;
+		/* v1: another run may have just removed an empty "sbx" (see
+		 * sbx_cgroup_remove): made again, a bounded number of times. */
+		for (int tries = 0; fits && !made && errno == ENOENT && cg->mode == SBX_CGROUP_V1 && tries < 8; tries++)
+			made = v1_own_dir(roots[i]) && mkdir(cg->dir[i], 0755) == 0;
+		if (!made) {
 			sbx_error_set(e, SBX_EXIT_NO_SANDBOX, "limits-unavailable", "limits: cannot create %s: %s",
 				      cg->dir[i], strerror(errno));
 			cg->dir[i][0] = '\0';
@@ -347,9 +357,15 @@ void sbx_cgroup_remove(struct sbx_cgroup *cg)
 		if (cg->procs_fd[i] >= 0)
 			close(cg->procs_fd[i]);
 		cg->procs_fd[i] = -1;
-		/* Empty of processes by now, a kernel cgroup goes with rmdir. */
-		if (cg->dir[i][0])
+		/* Empty of processes by now, a kernel cgroup goes with rmdir. On v1
+		 * "sbx" goes too once no other run's cgroup is in it (else EBUSY):
+		 * the cgroup it lies in may be a Slurm job's, which Slurm removes
+		 * when the job ends, and can only if it is empty. */
+		char *slash = cg->dir[i][0] && rmdir(cg->dir[i]) == 0 ? strrchr(cg->dir[i], '/') : NULL;
+		if (slash && cg->mode == SBX_CGROUP_V1) {
+			*slash = '\0';
 			rmdir(cg->dir[i]);
+		}
 		cg->dir[i][0] = '\0';
 	}
 }

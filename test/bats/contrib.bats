@@ -87,12 +87,29 @@ print(env["MAPI_NONCE"]["valueFrom"]["secretKeyRef"]["name"] == docs["Secret"]["
 print(sc["capabilities"]["drop"], sorted(sc["capabilities"]["add"]))
 print(pod["terminationGracePeriodSeconds"] > 15, job["activeDeadlineSeconds"] > 15,
       sorted(m["mountPath"] for m in c["volumeMounts"]), all("emptyDir" in v for v in pod["volumes"]))
+# The podFailurePolicy: sbx-run's exit codes by failure class, on its container.
+rules = job["podFailurePolicy"]["rules"]
+print([(r["action"], r["onExitCodes"]["values"]) for r in rules if "onExitCodes" in r],
+      {r["onExitCodes"]["containerName"] for r in rules if "onExitCodes" in r} == {c["name"]},
+      [(r["action"], [p["type"] for p in r["onPodConditions"]]) for r in rules if "onPodConditions" in r])
 PY
     assert_success
     assert_output "['Job', 'Secret'] 0 Never ['/usr/local/bin/sbx-run'] ['MAPI_BOOTSTRAP_URL', 'MAPI_NONCE', 'MAPI_RUN_ID']
 True 0 False Unmasked {'type': 'Localhost', 'localhostProfile': 'profiles/sbx-userns.json'} Unconfined
 ['ALL'] ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETPCAP', 'SETUID']
-True True ['/tmp', '/var/lib/sbx', '/workspace'] True"
+True True ['/tmp', '/var/lib/sbx', '/workspace'] True
+[('FailJob', [1, 2, 3, 6, 7, 8, 9, 10]), ('Count', [4, 5])] True [('Ignore', ['DisruptionTarget'])]"
+    # Every non-zero exit code sbx-run has is in exactly one rule.
+    codes=$(sbx-run --help | sed -n 's/^  \([1-9][0-9]*\)  .*/\1/p' | sort -n | tr '\n' ' ')
+    ruled=$(python3 -c 'import sys, yaml
+d = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d["kind"] == "Job"][0]
+print(" ".join(map(str, sorted(v for r in d["spec"]["podFailurePolicy"]["rules"] if "onExitCodes" in r for v in r["onExitCodes"]["values"]))))' \
+        "$CONTRIB/kubernetes/sbx-job.yaml")
+    assert_equal "$ruled " "$codes"
+    # The Slurm script keeps sbx-run's status (no "|| true") and exits with it.
+    run grep -E '^sbx-run .*\|\| *true' "$CONTRIB/slurm/sbx-array.sbatch"
+    assert_failure 1
+    grep -q '^exit "\$status"$' "$CONTRIB/slurm/sbx-array.sbatch"
     # The compose file: the strong /proc shape without privileged mode.
     run python3 -c 'import sys, yaml; s = yaml.safe_load(open(sys.argv[1]))["services"]["sbx-httpd"]
 print(s["image"], s["privileged"], s["security_opt"], s["ports"])' "$CONTRIB/compose/sbx-httpd.yaml"
