@@ -20,7 +20,9 @@ int store_insert(const char *id, const char *session, const char *agent, const c
 void store_update(const char *id, const char *state, const char *started_at, const char *finished_at,
 		  json_t *result, const char *error, json_t *version, bool log_truncated);
 /* The ManagedExecution for its owner, or NULL (unknown, or someone else's);
- * without its result unless with_result (a log page needs only the owner). */
+ * without its result unless with_result (a log page needs only the owner).
+ * session and agent NULL: whoever owns it. A state change is also an
+ * event (store_events.h), in the same transaction. */
 json_t *store_get(const char *id, const char *session, const char *agent, bool with_result);
 /* Appends a chunk; the cursor is the execution's next (from 1). */
 /* Appends n chunks of one stream in one transaction: chunk i is

@@ -1,0 +1,55 @@
+/* store_events.h — a managed execution's events beside its log chunks:
+ * state changes, sbx-run's events and the final result, each placed after
+ * the last chunk stored before it (cursor, seq), and the read side the
+ * event streams (sse.c) use: their own read-only connection. */
+#ifndef SBX_HTTPD_STORE_EVENTS_H
+#define SBX_HTTPD_STORE_EVENTS_H
+
+#include "../lib/error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The JSON of one stored event is at most this; a larger one is stored as
+ * {event, at, omitted: true, bytes}. */
+#define STORE_EVENT_MAX (128u << 10)
+
+/* A place in an execution's sequence: after chunk `cursor` (0: before
+ * any) and, at that cursor, after event `seq` (0: the chunk itself). */
+struct store_position {
+	long long cursor, seq;
+};
+
+/* Inside the caller's transaction (db_lock held): a "state" event {state,
+ * at}, and for a finished record its "result" event (the record without
+ * its outputs: result.stdout and result.stderr are the chunks). The bytes
+ * stored (the caller counts them once committed), or -1. */
+long long store_event_state(const char *id, const char *state, const char *at);
+long long store_event_result(const char *id, json_t *result);
+/* At startup: every finished record without a result event gets one (a
+ * record a restart turned "unknown", one an older sbx-httpd made). */
+int store_events_backfill(void);
+
+/* Appends n events of sbx-run (types[i], the JSON texts[i]) in one
+ * transaction; their bytes count as the record's log bytes. */
+void store_events_append(const char *id, const char *const *types, char *const *texts, size_t n);
+
+/* The read side: a connection of its own (WAL: it never waits for a
+ * writer's fsync); what it reads is committed. */
+int store_events_open(const char *path, struct sbx_error *e);
+
+/* The record's state ("" when there is none), 0; -1 on a read error. */
+int store_events_state(const char *id, char *state, size_t size);
+/* Where the record's result event is: 1, or 0 when it has none. */
+int store_events_result_at(const char *id, struct store_position *at);
+
+/* One row after a position: an output chunk (seq 0, kind "stdout" or
+ * "stderr", text) or an event (seq >= 1, kind its type, text its JSON).
+ * Return false to stop reading. */
+typedef bool (*store_row_fn)(void *arg, const struct store_position *at, const char *kind, const char *text,
+			     size_t len);
+/* Up to limit rows after from, in order: how many were read, or -1. */
+int store_events_read(const char *id, const struct store_position *from, int limit, store_row_fn row, void *arg);
+
+#endif
