@@ -3,6 +3,7 @@
  * (a name the stream itself uses gets "run."), each at most
  * STORE_EVENT_MAX of JSON, at most MANAGED_EVENTS_MAX per execution. */
 #include "managed_events.h"
+#include "store.h"
 #include "store_events.h"
 
 #include <jansson.h>

@@ -65,7 +65,9 @@ static bool parse_position(const char *text, struct store_position *at)
 
 static void put(struct sse *s, const char *text, size_t n)
 {
-	if (s->len + n > s->cap) {
+	if (n == 0)
+		return;
+	if (!s->buf || s->len + n > s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : FILL + (4u << 10);
 		if (cap < s->len + n)
 			cap = s->len + n;

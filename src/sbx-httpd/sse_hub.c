@@ -5,7 +5,7 @@
 #include "sse_hub.h"
 #include "server.h"
 #include "../lib/clock.h"
-#include "../lib/diag.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -54,14 +54,7 @@ static void *ticker(void *arg)
 
 static void start_ticker(void)
 {
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64u << 10);
-	if (pthread_create(&t, &attr, ticker, NULL) != 0)
-		sbx_diag("warning", "sse-ticker", NULL, "%s", "no ticker thread: idle event streams get no keep-alive");
-	pthread_attr_destroy(&attr);
+	thread_detached(ticker, NULL, 64u << 10, "sse-ticker", "no ticker thread: idle event streams get no keep-alive");
 }
 
 bool sse_hub_join(struct sse_watch *w)
@@ -72,10 +65,7 @@ bool sse_hub_join(struct sse_watch *w)
 	if (ok) {
 		count++;
 		w->started_ms = w->last_sent_ms = sbx_mono_ms();
-		w->prev = NULL;
 		w->next = streams;
-		if (streams)
-			streams->prev = w;
 		streams = w;
 		pthread_cond_signal(&joined);
 	}
@@ -86,13 +76,12 @@ bool sse_hub_join(struct sse_watch *w)
 void sse_hub_leave(struct sse_watch *w)
 {
 	pthread_mutex_lock(&lock);
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		streams = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	count--;
+	for (struct sse_watch **p = &streams; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			count--;
+			break;
+		}
 	pthread_mutex_unlock(&lock);
 }
 

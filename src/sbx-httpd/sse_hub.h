@@ -15,7 +15,7 @@ struct sse_watch {
 	long long last_sent_ms;      /* written by its reader before it suspends */
 	bool suspended;              /* by its reader; only the hub resumes it */
 	bool pending;                /* something was stored since its last read */
-	struct sse_watch *prev, *next;
+	struct sse_watch *next;
 };
 
 /* Takes a place (false: the cap is reached); w->id and w->conn set. */

@@ -78,6 +78,8 @@ static int migrate(sqlite3 *db)
 			    NULL, NULL, NULL);
 }
 
+static int backfill_result_events(void);
+
 int store_open(struct server *s, struct sbx_error *e)
 {
 	char path[PATH_MAX + 64];
@@ -103,7 +105,7 @@ int store_open(struct server *s, struct sbx_error *e)
 	}
 	g_log_bytes = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 	sqlite3_finalize(st);
-	if (store_events_backfill() != 0) {
+	if (backfill_result_events() != 0) {
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "store", "%s: %s", path, sqlite3_errmsg(s->db));
 		return -1;
 	}
@@ -203,7 +205,7 @@ void store_update(const char *id, const char *state, const char *started_at, con
 		char now[32];
 		sbx_iso_time(sbx_wall_ms(), now);
 		long long a = store_event_state(id, state, finished_at ? finished_at : started_at ? started_at : now);
-		long long b = finished_at ? store_event_result(id, result) : 0;
+		long long b = finished_at ? store_event_result(id, store_get(id, NULL, NULL, false), result) : 0;
 		if (a < 0 || b < 0)
 			sbx_diag("error", "store-write", NULL, "execution %s: its %s event: %s", id, a < 0 ? "state" : "result",
 				 sqlite3_errmsg(DB));
@@ -320,4 +322,59 @@ json_t *store_logs(const char *id, long long cursor, long long *next, bool *more
 	}
 	sqlite3_finalize(st);
 	return chunks;
+}
+
+/* At startup: every finished record without its result event gets one
+ * (at its last cursor, where a result event is): a record a restart
+ * turned "unknown", or one an older sbx-httpd made. */
+static int backfill_result_events(void)
+{
+	sqlite3_stmt *st = store_prepare("SELECT id FROM executions e WHERE finished_at IS NOT NULL"
+					 " AND state NOT IN ('queued','running') AND NOT EXISTS (SELECT 1 FROM"
+					 " execution_events v WHERE v.execution_id = e.id AND v.cursor = e.next_cursor - 1"
+					 " AND v.type = 'result')");
+	if (!st)
+		return -1;
+	int rc = 0;
+	long long added = 0;
+	json_t *ids = json_array();
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(ids, json_string((const char *)sqlite3_column_text(st, 0)));
+	sqlite3_finalize(st);
+	pthread_mutex_lock(&g_server.db_lock);
+	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	size_t i;
+	json_t *v;
+	json_array_foreach(ids, i, v) {
+		const char *id = json_string_value(v);
+		long long n = store_event_result(id, store_get(id, NULL, NULL, false), NULL);
+		rc = n < 0 ? -1 : rc;
+		added += n > 0 ? n : 0;
+	}
+	json_decref(ids);
+	if (sqlite3_exec(DB, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+		rc = -1;
+	else if (rc == 0)
+		store_log_bytes_add(added);
+	pthread_mutex_unlock(&g_server.db_lock);
+	return rc;
+}
+
+void store_events_append(const char *id, const char *const *types, char *const *texts, size_t n)
+{
+	long long added = 0;
+	bool ok = true;
+	pthread_mutex_lock(&g_server.db_lock);
+	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	for (size_t i = 0; ok && i < n; i++) {
+		long long b = store_event_put(id, types[i], texts[i]);
+		ok = b >= 0;
+		added += ok ? b : 0;
+	}
+	if (ok && sqlite3_exec(DB, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		store_log_bytes_add(added);
+	else
+		sqlite3_exec(DB, "ROLLBACK", NULL, NULL, NULL);
+	pthread_mutex_unlock(&g_server.db_lock);
+	sse_hub_notify(id);
 }

@@ -28,6 +28,9 @@ json_t *store_get(const char *id, const char *session, const char *agent, bool w
 /* Appends n chunks of one stream in one transaction: chunk i is
  * text[ends[i - 1], ends[i]) (from 0 for the first). */
 void store_append_logs(const char *id, const char *stream, const char *text, const size_t *ends, size_t n);
+/* Appends n events of sbx-run (types[i], the JSON texts[i]) in one
+ * transaction; their bytes count as the record's log bytes. */
+void store_events_append(const char *id, const char *const *types, char *const *texts, size_t n);
 /* Up to 4 chunks after cursor; *more when others follow them. */
 json_t *store_logs(const char *id, long long cursor, long long *next, bool *more);
 

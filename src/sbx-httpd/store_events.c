@@ -1,14 +1,12 @@
 /* store_events.c — events of managed executions in SQLite, each placed
  * after the last log chunk stored before it, so that one (cursor, seq)
- * orders output and events for an event stream; and the stream's reads,
- * on a read-only connection of their own. */
+ * orders output and events for an event stream (written inside store.c's
+ * transactions); and the stream's reads, on a read-only connection of
+ * their own. */
 #include "store_events.h"
-#include "store.h"
 #include "server.h"
-#include "sse_hub.h"
 #include "../lib/exitcodes.h"
 
-#include <pthread.h>
 #include <sqlite3.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -26,14 +24,24 @@
 
 static sqlite3 *rdb; /* the read side */
 
+static sqlite3_stmt *write_prepare(const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(g_server.db, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
+
 /* One event after everything else; its bytes are counted in column
  * (log_bytes or result_bytes). The bytes, or -1. */
 static long long put(const char *id, const char *type, const char *text, size_t len, const char *column)
 {
-	sqlite3_stmt *st = store_prepare("INSERT INTO execution_events (execution_id, cursor, seq, type, data)" PLACE_AFTER_ALL);
+	sqlite3_stmt *st = write_prepare("INSERT INTO execution_events (execution_id, cursor, seq, type, data)" PLACE_AFTER_ALL);
 	char sql[96];
 	snprintf(sql, sizeof(sql), "UPDATE executions SET %s = COALESCE(%s, 0) + ?2 WHERE id = ?1", column, column);
-	sqlite3_stmt *count = store_prepare(sql);
+	sqlite3_stmt *count = write_prepare(sql);
 	int rc = SQLITE_ERROR;
 	if (st && count) {
 		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -92,9 +100,8 @@ static void summarize(json_t *rec, json_t *result)
 	json_object_set_new(rec, "result", summary);
 }
 
-long long store_event_result(const char *id, json_t *result)
+long long store_event_result(const char *id, json_t *rec, json_t *result)
 {
-	json_t *rec = store_get(id, NULL, NULL, false);
 	if (!rec)
 		return -1;
 	if (json_is_object(result))
@@ -102,56 +109,9 @@ long long store_event_result(const char *id, json_t *result)
 	return put_json(id, "result", rec, "result_bytes");
 }
 
-int store_events_backfill(void)
+long long store_event_put(const char *id, const char *type, const char *text)
 {
-	/* The result event of a finished record is at its last cursor. */
-	sqlite3_stmt *st = store_prepare("SELECT id FROM executions e WHERE finished_at IS NOT NULL"
-					 " AND state NOT IN ('queued','running') AND NOT EXISTS (SELECT 1 FROM"
-					 " execution_events v WHERE v.execution_id = e.id AND v.cursor = e.next_cursor - 1"
-					 " AND v.type = 'result')");
-	if (!st)
-		return -1;
-	int rc = 0;
-	long long added = 0;
-	pthread_mutex_lock(&g_server.db_lock);
-	sqlite3_exec(g_server.db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	json_t *ids = json_array();
-	while (sqlite3_step(st) == SQLITE_ROW)
-		json_array_append_new(ids, json_string((const char *)sqlite3_column_text(st, 0)));
-	sqlite3_finalize(st);
-	size_t i;
-	json_t *v;
-	json_array_foreach(ids, i, v) {
-		long long n = store_event_result(json_string_value(v), NULL);
-		rc = n < 0 ? -1 : rc;
-		added += n > 0 ? n : 0;
-	}
-	json_decref(ids);
-	if (sqlite3_exec(g_server.db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
-		rc = -1;
-	else if (rc == 0)
-		store_log_bytes_add(added);
-	pthread_mutex_unlock(&g_server.db_lock);
-	return rc;
-}
-
-void store_events_append(const char *id, const char *const *types, char *const *texts, size_t n)
-{
-	long long added = 0;
-	bool ok = true;
-	pthread_mutex_lock(&g_server.db_lock);
-	sqlite3_exec(g_server.db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	for (size_t i = 0; ok && i < n; i++) {
-		long long b = put(id, types[i], texts[i], strlen(texts[i]), "log_bytes");
-		ok = b >= 0;
-		added += ok ? b : 0;
-	}
-	if (ok && sqlite3_exec(g_server.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-		store_log_bytes_add(added);
-	else
-		sqlite3_exec(g_server.db, "ROLLBACK", NULL, NULL, NULL);
-	pthread_mutex_unlock(&g_server.db_lock);
-	sse_hub_notify(id);
+	return put(id, type, text, strlen(text), "log_bytes");
 }
 
 int store_events_open(const char *path, struct sbx_error *e)

@@ -21,19 +21,14 @@ struct store_position {
 	long long cursor, seq;
 };
 
-/* Inside the caller's transaction (db_lock held): a "state" event {state,
- * at}, and for a finished record its "result" event (the record without
- * its outputs: result.stdout and result.stderr are the chunks). The bytes
+/* Inside the caller's transaction (db_lock held), after everything the
+ * record has: a "state" event {state, at}; a finished record's "result"
+ * event, rec (taken) with result's members but stdout and stderr (the
+ * chunks hold those); or an event of type with its JSON text. The bytes
  * stored (the caller counts them once committed), or -1. */
 long long store_event_state(const char *id, const char *state, const char *at);
-long long store_event_result(const char *id, json_t *result);
-/* At startup: every finished record without a result event gets one (a
- * record a restart turned "unknown", one an older sbx-httpd made). */
-int store_events_backfill(void);
-
-/* Appends n events of sbx-run (types[i], the JSON texts[i]) in one
- * transaction; their bytes count as the record's log bytes. */
-void store_events_append(const char *id, const char *const *types, char *const *texts, size_t n);
+long long store_event_result(const char *id, json_t *rec, json_t *result);
+long long store_event_put(const char *id, const char *type, const char *text);
 
 /* The read side: a connection of its own (WAL: it never waits for a
  * writer's fsync); what it reads is committed. */
