@@ -87,7 +87,7 @@ echo done'
     follow l1 "$WORK/sse"
     [ "$(jq -r .ended <<< "$output")" = end:lifetime ]
     [ "$(jq -rs '.[-1] | [.event, .id == null] | @tsv' "$WORK/sse/events.jsonl")" = "$(printf 'end\ttrue')" ]
-    for _ in $(seq 20); do
+    for _ in $(seq 60); do
         follow l1 "$WORK/sse" --last-event-id "$(jq -r .lastId <<< "$output")"
         [ "$(jq -r .ended <<< "$output")" = end:lifetime ] || break
     done
@@ -128,7 +128,12 @@ echo done'
     # sbx-httpd(8) gives per stream (EVENT STREAMS: 402 KiB).
     [ "$(jq .open "$WORK/slow.json")" = 200 ]
     [ "$(jq .bytes "$WORK/slow.json")" -gt 0 ] && [ "$(jq .bytes "$WORK/slow.json")" -lt 100000000 ]
-    [ "$(jq '.maxRssKiB - .startRssKiB' "$WORK/slow.json")" -lt $((200 * 402)) ]
+    # (An ASan build holds freed memory in its quarantine: no bound then.)
+    if grep -qa __asan_init "$SBX_BIN/sbx-httpd"; then
+        echo "# ASan build: the memory bound is not checked" >&3
+    else
+        [ "$(jq '.maxRssKiB - .startRssKiB' "$WORK/slow.json")" -lt $((200 * 402)) ]
+    fi
 }
 
 @test "unauthenticated is 401, an unknown id or another owner's 404, a bad Last-Event-ID 400" {
