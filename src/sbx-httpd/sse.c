@@ -34,7 +34,7 @@ struct sse {
 
 static bool finished(const char *state)
 {
-	return *state && strcmp(state, "queued") != 0 && strcmp(state, "running") != 0;
+	return state && *state && strcmp(state, "queued") != 0 && strcmp(state, "running") != 0;
 }
 
 /* "12" or "12.3": digits, at most a safe integer each. */
