@@ -127,6 +127,9 @@ void config_load(struct config *c)
 	c->snapshot_keep = integer("SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP", 20, 0, 1 << 20, "an integer from 0 (keep all) to 1048576");
 	c->snapshot_grace_s = integer("SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS", 3600, 0, 86400 * 365,
 				      "an integer from 0 to 31536000");
+	c->sse_max_clients = integer("SBX_SSE_MAX_CLIENTS", 256, 1, 65536, "an integer from 1 to 65536");
+	c->sse_keepalive_s = integer("SBX_SSE_KEEPALIVE_SECONDS", 15, 1, 3600, "an integer from 1 to 3600");
+	c->sse_max_s = integer("SBX_SSE_MAX_SECONDS", 3600, 1, 86400 * 7, "an integer from 1 to 604800");
 	c->npu_broker = flag("SCIENCE_AGENT_NPU_BROKER", false);
 	c->scientific_envs = flag("SCIENTIFIC_ENVS", true);
 	if ((v = value("SCIENCE_AGENT_SANDBOX_PROVIDER", buf, sizeof(buf))) && strcmp(v, "auto") != 0 &&

@@ -28,6 +28,9 @@ struct config {
 	long long exec_log_max_bytes; /* SCIENCE_AGENT_EXECUTION_LOG_MAX_BYTES: their logs and results in all (0: no cap) */
 	long long snapshot_keep;     /* SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP: remote snapshots kept per workspace key (0: all) */
 	long long snapshot_grace_s;  /* SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS: an unreferenced object younger stays */
+	long long sse_max_clients;   /* SBX_SSE_MAX_CLIENTS: event streams open at once; past it 503 */
+	long long sse_keepalive_s;   /* SBX_SSE_KEEPALIVE_SECONDS: a comment on an idle stream this often */
+	long long sse_max_s;         /* SBX_SSE_MAX_SECONDS: a stream ends after this ("end", reason lifetime) */
 	bool npu_broker;
 	bool scientific_envs;
 };

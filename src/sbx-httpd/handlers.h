@@ -1,6 +1,6 @@
 /* handlers.h — the execution endpoints: POST /execute(-shell) answered
- * now (execute.c), and managed shell executions recorded in SQLite
- * (managed.c). */
+ * now (execute.c), managed shell executions recorded in SQLite
+ * (managed.c) and streamed as Server-Sent Events (sse.c). */
 #ifndef SBX_HTTPD_HANDLERS_H
 #define SBX_HTTPD_HANDLERS_H
 
@@ -13,5 +13,6 @@ enum MHD_Result handle_managed_start(struct req *r);
 enum MHD_Result handle_managed_get(struct req *r, const char *id);
 enum MHD_Result handle_managed_logs(struct req *r, const char *id);
 enum MHD_Result handle_managed_cancel(struct req *r, const char *id);
+enum MHD_Result handle_managed_events(struct req *r, const char *id);
 
 #endif

@@ -6,7 +6,7 @@
 #include "connections.h"
 #include "../lib/clock.h"
 
-#include "../lib/diag.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -97,12 +97,5 @@ static void *watchdog(void *arg)
 
 void head_watch_start(void)
 {
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64u << 10);
-	if (pthread_create(&t, &attr, watchdog, NULL) != 0)
-		sbx_diag("warning", "head-deadline", NULL, "%s", "no watchdog thread: slow request heads are not cut");
-	pthread_attr_destroy(&attr);
+	thread_detached(watchdog, NULL, 64u << 10, "head-deadline", "no watchdog thread: slow request heads are not cut");
 }

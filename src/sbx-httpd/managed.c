@@ -10,6 +10,7 @@
 #include "../lib/clock.h"
 #include "collect.h"
 #include "gate.h"
+#include "managed_events.h"
 #include "request.h"
 #include "sequence.h"
 #include "../lib/exitcodes.h"
@@ -46,6 +47,7 @@ struct managed_run {
 	struct tail tails[2];
 	struct waiter *place;        /* its place in the workspace's line */
 	char *read_buf;              /* TAIL_READ + 4 bytes while it runs */
+	struct managed_events events; /* sbx-run's events on their way to the store */
 	struct managed_run *next;
 };
 
@@ -132,6 +134,8 @@ static bool tick(void *arg)
 		tail_read(m, &m->tails[0]);
 		tail_read(m, &m->tails[1]);
 	}
+	/* After the output read with them: an event follows what was written before it. */
+	managed_events_flush(&m->events, m->x.id);
 	return m->cancel;
 }
 
@@ -191,12 +195,22 @@ static void finish(struct managed_run *m, struct child *c)
 	collect_kick(COLLECT_EXECUTIONS); /* its bytes may put the store past its cap */
 }
 
-/* sbx-run runs: the record says so, and its output files are tailed. */
+/* An event line of its sbx-run, kept for the event stream. */
+static void relay(void *arg, const char *name, json_t *event)
+{
+	struct managed_run *m = arg;
+	managed_events_take(&m->events, m->x.id, name, event);
+}
+
+/* sbx-run runs: the record says so, its output files are tailed and its
+ * events kept. */
 static void running(void *arg, struct child *c)
 {
 	struct managed_run *m = arg;
 	store_update(m->x.id, "running", m->x.started_at, NULL, NULL, NULL, NULL, false);
 	m->child = c;
+	c->on_event = relay;
+	c->on_event_arg = m;
 }
 
 static void *worker(void *arg)
@@ -221,6 +235,7 @@ static void *worker(void *arg)
 			tick(m);
 			tail_flush(m, &m->tails[0]);
 			tail_flush(m, &m->tails[1]);
+			managed_events_end(&m->events, m->x.id);
 			finish(m, &c);
 			m->child = NULL;
 			runner_forget(&c); /* its logs and result are in SQLite now */

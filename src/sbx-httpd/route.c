@@ -106,6 +106,7 @@ enum MHD_Result route(struct req *r)
 	if (is(r, "POST", "/shell-executions"))
 		return handle_managed_start(r);
 	ROUTE_ID(get, "/shell-executions/", "/logs", handle_managed_logs(r, id));
+	ROUTE_ID(get, "/shell-executions/", "/events", handle_managed_events(r, id)); /* sbx's extension (sse.c) */
 	ROUTE_ID(post, "/shell-executions/", "/cancel", handle_managed_cancel(r, id));
 	ROUTE_ID(get, "/shell-executions/", "", handle_managed_get(r, id));
 

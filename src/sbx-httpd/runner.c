@@ -335,6 +335,8 @@ static void on_event(struct child *c, const char *line, size_t len)
 		json_t *status = json_object_get(ev, "status");
 		c->finished_status = json_is_integer(status) ? (int)json_integer_value(status) : -1;
 	}
+	if (name && c->on_event)
+		c->on_event(c->on_event_arg, name, ev);
 	json_decref(ev);
 }
 

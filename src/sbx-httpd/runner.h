@@ -29,6 +29,9 @@ struct child {
 	bool reaped;                 /* waited for; else runner_let_go reaps it */
 	int exit_code;               /* sbx-run's status (sbx-formats(5) exit codes) */
 	char diag[1024];             /* its last diagnostic message */
+	/* Each event line as it is read (set after runner_start; NULL: none). */
+	void (*on_event)(void *arg, const char *name, json_t *event);
+	void *on_event_arg;
 };
 
 /* sbx-run ran the workload to its end, whatever the workload's own exit

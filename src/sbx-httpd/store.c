@@ -2,6 +2,8 @@
  * synchronous=FULL (a record said "completed" survives a power cut),
  * every statement prepared with bound parameters. */
 #include "store.h"
+#include "store_events.h"
+#include "sse_hub.h"
 #include "../lib/atomic_file.h"
 #include "../lib/diag.h"
 #include "../lib/exitcodes.h"
@@ -30,7 +32,11 @@ static const char schema[] =
 	" PRIMARY KEY (execution_id, cursor)) WITHOUT ROWID;"
 	/* Results apart: a record read for its owner or state never walks the
 	 * overflow pages of a result that carries megabytes of output. */
-	"CREATE TABLE IF NOT EXISTS execution_results (id TEXT PRIMARY KEY, result TEXT NOT NULL);";
+	"CREATE TABLE IF NOT EXISTS execution_results (id TEXT PRIMARY KEY, result TEXT NOT NULL);"
+	/* Events beside the chunks, in one order (store_events.c). */
+	"CREATE TABLE IF NOT EXISTS execution_events ("
+	" execution_id TEXT NOT NULL, cursor INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL,"
+	" data TEXT NOT NULL, PRIMARY KEY (execution_id, cursor, seq)) WITHOUT ROWID;";
 
 #define DB (g_server.db)
 
@@ -72,6 +78,8 @@ static int migrate(sqlite3 *db)
 			    NULL, NULL, NULL);
 }
 
+static int backfill_result_events(void);
+
 int store_open(struct server *s, struct sbx_error *e)
 {
 	char path[PATH_MAX + 64];
@@ -97,7 +105,11 @@ int store_open(struct server *s, struct sbx_error *e)
 	}
 	g_log_bytes = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 	sqlite3_finalize(st);
-	return 0;
+	if (backfill_result_events() != 0) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "store", "%s: %s", path, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return store_events_open(path, e);
 }
 
 sqlite3_stmt *store_prepare(const char *sql)
@@ -119,8 +131,16 @@ int store_insert(const char *id, const char *session, const char *agent, const c
 	sqlite3_bind_text(st, 3, agent, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 4, workspace, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 5, queued_at, -1, SQLITE_TRANSIENT);
+	pthread_mutex_lock(&g_server.db_lock);
+	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
+	long long event = rc == SQLITE_DONE ? store_event_state(id, "queued", queued_at) : 0;
+	if (rc == SQLITE_DONE && sqlite3_exec(DB, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		store_log_bytes_add(event > 0 ? event : 0);
+	else
+		sqlite3_exec(DB, "ROLLBACK", NULL, NULL, NULL);
+	pthread_mutex_unlock(&g_server.db_lock);
 	return rc == SQLITE_DONE ? 0 : rc == SQLITE_CONSTRAINT ? 1 : -1;
 }
 
@@ -177,13 +197,28 @@ void store_update(const char *id, const char *state, const char *started_at, con
 	} else {
 		rc = SQLITE_ERROR;
 	}
+	/* Its events, in the same transaction: a stream that reads the state
+	 * finished finds the result after it. One that fails leaves the
+	 * state as it is (the stream then ends without a result). */
+	long long events = 0;
+	if (rc == SQLITE_DONE) {
+		char now[32];
+		sbx_iso_time(sbx_wall_ms(), now);
+		long long a = store_event_state(id, state, finished_at ? finished_at : started_at ? started_at : now);
+		long long b = finished_at ? store_event_result(id, store_get(id, NULL, NULL, false), result) : 0;
+		if (a < 0 || b < 0)
+			sbx_diag("error", "store-write", NULL, "execution %s: its %s event: %s", id, a < 0 ? "state" : "result",
+				 sqlite3_errmsg(DB));
+		events = (a > 0 ? a : 0) + (b > 0 ? b : 0);
+	}
 	if (rc != SQLITE_DONE) /* the record keeps its last state: said, never silent */
 		sbx_diag("error", "store-write", NULL, "execution %s: %s", id, sqlite3_errmsg(DB));
 	sqlite3_exec(DB, rc == SQLITE_DONE ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
-	if (rc == SQLITE_DONE && result_bytes >= 0)
-		store_log_bytes_add(result_bytes - was);
+	if (rc == SQLITE_DONE)
+		store_log_bytes_add((result_bytes >= 0 ? result_bytes - was : 0) + events);
 	pthread_mutex_unlock(&g_server.db_lock);
 	free(result_text);
+	sse_hub_notify(id); /* its event streams read on */
 }
 
 static void set_text(json_t *o, const char *key, sqlite3_stmt *st, int col)
@@ -207,7 +242,7 @@ json_t *store_get(const char *id, const char *session, const char *agent, bool w
 				   " CASE WHEN ?4 THEN COALESCE((SELECT r.result FROM execution_results r"
 				   " WHERE r.id = executions.id), result) END,"
 				   " error, version, log_truncated FROM executions"
-				   " WHERE id=?1 AND session_id=?2 AND agent_id=?3");
+				   " WHERE id=?1 AND (?2 IS NULL OR session_id=?2) AND (?3 IS NULL OR agent_id=?3)");
 	if (!st)
 		return NULL;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -260,6 +295,7 @@ void store_append_logs(const char *id, const char *stream, const char *text, con
 	if (sqlite3_exec(DB, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
 		store_log_bytes_add(added);
 	pthread_mutex_unlock(&g_server.db_lock);
+	sse_hub_notify(id);
 }
 
 json_t *store_logs(const char *id, long long cursor, long long *next, bool *more)
@@ -286,4 +322,59 @@ json_t *store_logs(const char *id, long long cursor, long long *next, bool *more
 	}
 	sqlite3_finalize(st);
 	return chunks;
+}
+
+/* At startup: every finished record without its result event gets one
+ * (at its last cursor, where a result event is): a record a restart
+ * turned "unknown", or one an older sbx-httpd made. */
+static int backfill_result_events(void)
+{
+	sqlite3_stmt *st = store_prepare("SELECT id FROM executions e WHERE finished_at IS NOT NULL"
+					 " AND state NOT IN ('queued','running') AND NOT EXISTS (SELECT 1 FROM"
+					 " execution_events v WHERE v.execution_id = e.id AND v.cursor = e.next_cursor - 1"
+					 " AND v.type = 'result')");
+	if (!st)
+		return -1;
+	int rc = 0;
+	long long added = 0;
+	json_t *ids = json_array();
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(ids, json_string((const char *)sqlite3_column_text(st, 0)));
+	sqlite3_finalize(st);
+	pthread_mutex_lock(&g_server.db_lock);
+	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	size_t i;
+	json_t *v;
+	json_array_foreach(ids, i, v) {
+		const char *id = json_string_value(v);
+		long long n = store_event_result(id, store_get(id, NULL, NULL, false), NULL);
+		rc = n < 0 ? -1 : rc;
+		added += n > 0 ? n : 0;
+	}
+	json_decref(ids);
+	if (sqlite3_exec(DB, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+		rc = -1;
+	else if (rc == 0)
+		store_log_bytes_add(added);
+	pthread_mutex_unlock(&g_server.db_lock);
+	return rc;
+}
+
+void store_events_append(const char *id, const char *const *types, char *const *texts, size_t n)
+{
+	long long added = 0;
+	bool ok = true;
+	pthread_mutex_lock(&g_server.db_lock);
+	sqlite3_exec(DB, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	for (size_t i = 0; ok && i < n; i++) {
+		long long b = store_event_put(id, types[i], texts[i]);
+		ok = b >= 0;
+		added += ok ? b : 0;
+	}
+	if (ok && sqlite3_exec(DB, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		store_log_bytes_add(added);
+	else
+		sqlite3_exec(DB, "ROLLBACK", NULL, NULL, NULL);
+	pthread_mutex_unlock(&g_server.db_lock);
+	sse_hub_notify(id);
 }

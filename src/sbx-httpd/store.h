@@ -20,12 +20,17 @@ int store_insert(const char *id, const char *session, const char *agent, const c
 void store_update(const char *id, const char *state, const char *started_at, const char *finished_at,
 		  json_t *result, const char *error, json_t *version, bool log_truncated);
 /* The ManagedExecution for its owner, or NULL (unknown, or someone else's);
- * without its result unless with_result (a log page needs only the owner). */
+ * without its result unless with_result (a log page needs only the owner).
+ * session and agent NULL: whoever owns it. A state change is also an
+ * event (store_events.h), in the same transaction. */
 json_t *store_get(const char *id, const char *session, const char *agent, bool with_result);
 /* Appends a chunk; the cursor is the execution's next (from 1). */
 /* Appends n chunks of one stream in one transaction: chunk i is
  * text[ends[i - 1], ends[i]) (from 0 for the first). */
 void store_append_logs(const char *id, const char *stream, const char *text, const size_t *ends, size_t n);
+/* Appends n events of sbx-run (types[i], the JSON texts[i]) in one
+ * transaction; their bytes count as the record's log bytes. */
+void store_events_append(const char *id, const char *const *types, char *const *texts, size_t n);
 /* Up to 4 chunks after cursor; *more when others follow them. */
 json_t *store_logs(const char *id, long long cursor, long long *next, bool *more);
 

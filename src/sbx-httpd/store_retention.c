@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define STORE_CHUNKS_PER_STEP 64 /* chunks of at most 16 KiB: at most 1 MiB per transaction */
+#define STORE_CHUNKS_PER_STEP 64 /* chunks of at most 16 KiB: at most 1 MiB per transaction (events: 64 too) */
 #define FINISHED "finished_at IS NOT NULL AND state NOT IN ('queued','running')"
 
 enum victim { NONE, LOGS, WHOLE };
@@ -83,7 +83,18 @@ static int step(const char *id, enum victim what, struct store_collected *out)
 			    " WHERE execution_id = ?1 ORDER BY cursor LIMIT ?2)",
 			    id)
 		      : -1;
-	ok = gone >= 0;
+	/* Then its events (64 a step), but for the result while the
+	 * record stays: its bytes are the result's. */
+	int events = gone >= 0 && gone < STORE_CHUNKS_PER_STEP
+			     ? run(what == WHOLE ? "DELETE FROM execution_events WHERE execution_id = ?1 AND (cursor, seq) IN"
+						   " (SELECT cursor, seq FROM execution_events WHERE execution_id = ?1 LIMIT ?2)"
+						 : "DELETE FROM execution_events WHERE execution_id = ?1 AND (cursor, seq) IN"
+						   " (SELECT cursor, seq FROM execution_events WHERE execution_id = ?1"
+						   " AND type != 'result' LIMIT ?2)",
+				   id)
+			     : 0;
+	ok = gone >= 0 && events >= 0;
+	gone = events > 0 ? STORE_CHUNKS_PER_STEP : gone; /* not done while events went */
 	if (ok && gone < STORE_CHUNKS_PER_STEP) {
 		sqlite3_stmt *st = store_prepare("SELECT COALESCE(log_bytes, 0), COALESCE(result_bytes, 0) FROM executions"
 						 " WHERE id = ?1");

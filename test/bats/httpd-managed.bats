@@ -184,7 +184,7 @@ gone() {
     signed /shell-executions "$(PROJECT=$WORK/data/projects/p2 shell_request big 'head -c 400000 /dev/zero | tr "\0" b; exec sleep 60')"
     wait_state big running
     for _ in $(seq 100); do
-        [ "$(store_sql "SELECT log_bytes FROM executions WHERE id = 'big'")" = 400000 ] && break
+        [ "$(store_sql "SELECT sum(length(CAST(text AS BLOB))) FROM log_chunks WHERE execution_id = 'big'")" = 400000 ] && break
         sleep 0.1
     done
     for i in 1 2 3; do
@@ -203,7 +203,8 @@ gone() {
     api GET "/shell-executions/big?$owner"
     assert_equal "$(jq -r .state <<<"$output")" running
     held=$(store_sql "SELECT (SELECT COALESCE(sum(length(CAST(text AS BLOB))), 0) FROM log_chunks)
-                           + (SELECT COALESCE(sum(length(CAST(result AS BLOB))), 0) FROM execution_results)")
+                           + (SELECT COALESCE(sum(length(CAST(result AS BLOB))), 0) FROM execution_results)
+                           + (SELECT COALESCE(sum(length(CAST(data AS BLOB))), 0) FROM execution_events)")
     [ "$held" -le $((300000 + 400000)) ] || fail "the store holds $held bytes"
     # Once it has finished, it counts: the store goes under the cap again,
     # and /health says what it holds.
@@ -215,7 +216,8 @@ gone() {
         sleep 0.1
     done
     held=$(store_sql "SELECT (SELECT COALESCE(sum(length(CAST(text AS BLOB))), 0) FROM log_chunks)
-                           + (SELECT COALESCE(sum(length(CAST(result AS BLOB))), 0) FROM execution_results)")
+                           + (SELECT COALESCE(sum(length(CAST(result AS BLOB))), 0) FROM execution_results)
+                           + (SELECT COALESCE(sum(length(CAST(data AS BLOB))), 0) FROM execution_events)")
     [ "$held" -le 300000 ] || fail "the store holds $held bytes"
     assert_equal "$(jq .retention.executions.logBytes <<<"$output")" "$held"
 }
@@ -247,12 +249,16 @@ PY
         [ "$(jq -r '.retention.collected.at | type' <<<"$output")" = string ] && break
         sleep 0.1
     done
-    # 7 + 6 bytes of UTF-8 in its chunks, 14 of result.
-    assert_equal "$(jq .retention.executions.logBytes <<<"$output")" 27
+    # 7 + 6 bytes of UTF-8 in its chunks, 14 of result, and the result
+    # event it got at startup (for its event stream).
+    event=$(store_sql "SELECT length(CAST(data AS BLOB)) FROM execution_events WHERE execution_id = 'old1' AND type = 'result'")
+    [ "$event" -gt 0 ]
+    assert_equal "$(jq .retention.executions.logBytes <<<"$output")" $((27 + event))
     api GET "/shell-executions/old1/logs?$owner"
     assert_equal "$(jq -c '[.chunks[].text]' <<<"$output")" '["héllo ","wörld"]'
     httpd_stop
     httpd_start SCIENCE_AGENT_EXECUTION_RETENTION_SECONDS=1
     gone old1
     assert_equal "$(store_sql "SELECT count(*) FROM log_chunks")" 0
+    assert_equal "$(store_sql "SELECT count(*) FROM execution_events")" 0
 }
