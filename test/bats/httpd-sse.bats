@@ -40,6 +40,7 @@ ids_in_order() {
 @test "a client follows a managed execution to its result: output byte-exact against the paged logs" {
     code='for i in $(seq 30); do head -c 3000 /dev/urandom | base64; printf "err %d é \000\n" "$i" >&2; sleep 0.02; done
 sbx-report progress 0.5
+python3 -c "import ctypes; ctypes.CDLL(None).syscall(101, 0, 0, 0, 0)"
 echo done'
     signed /shell-executions "$(shell_request f1 "$code")"
     [ "$status_code" = 202 ]
@@ -53,6 +54,8 @@ echo done'
     [ "$(jq -rs '[.[] | select(.event == "state") | .data.state] | join(" ")' "$WORK/sse/events.jsonl")" = "queued running completed" ]
     [ "$(jq -s '[.[] | select(.event == "worker.progress") | .data.progress]' "$WORK/sse/events.jsonl" | jq -c .)" = '[0.5]' ]
     [ "$(jq -s '[.[] | select(.event == "started") | .data.executionId]' "$WORK/sse/events.jsonl" | jq -c .)" = '["f1"]' ]
+    # A refused syscall reaches the client as it happens, explained.
+    [ "$(jq -rs '[.[] | select(.event == "denial") | .data.denial | "\(.kind) \(.what) \(.count)"] | join(",")' "$WORK/sse/events.jsonl")" = "seccomp ptrace 1" ]
     [ "$(jq -rs '.[-1] | [.event, .data.state, .data.result.exitCode, (.data.result | has("stdout"))] | @tsv' "$WORK/sse/events.jsonl")" = "$(printf 'result\tcompleted\t0\tfalse')" ]
     # A reconnect from the result: nothing more will come (204 ends an EventSource).
     follow f1 "$WORK/after" --last-event-id "$(jq -rs '.[-1].id' "$WORK/sse/events.jsonl")"
