@@ -118,6 +118,18 @@ except OSError as e:
     [ "$(printf '%s\n' "$output" | jq -c 'select(.event == "denial")' | wc -l)" -lt 10 ]
 }
 
+@test "seccomp: past the cap the workload cannot put a listener of its own in the supervisor's place (EBUSY, nothing let through)" {
+    cc -O2 -pthread -o "$WS/own-listener" "$BATS_TEST_DIRNAME/../fixtures/own-listener.c"
+    # Below the cap the kernel refuses a second listener; past it (the
+    # supervisor's listener closed) the notifying filter does.
+    for n in 10 1100; do
+        sbx_run "o$n" shell "./own-listener $n"
+        assert_success
+        [ "$(r .stdout)" = "listener EBUSY" ] || fail "after $n calls: $(r .stdout)"
+    done
+    [ "$(r .seccompReporting.capped)" = true ]
+}
+
 @test "seccomp: --no-seccomp-reports leaves the whole filter in bwrap: plain EPERM, nothing counted" {
     cc -O2 -o "$WS/hammer" "$BATS_TEST_DIRNAME/../fixtures/hammer.c"
     sbx_run s4 shell './hammer 2000' '{}' --no-seccomp-reports
