@@ -155,6 +155,29 @@ ls /proc/self/fd/6 /proc/self/fd/7 2>&1 | grep -c "No such file" || true'
     [[ "$stderr" == *"--denials-fd"* ]]
 }
 
+@test "seccomp: sbx-launch --denials-fd refuses a file, an inet socket and a descriptor another option names" {
+    run --separate-stderr sbx-launch --denials-fd 5 - 5<"$BATS_TEST_FILENAME" <<<"$(spec_sh 'echo ran')"
+    assert_failure 2
+    [[ "$stderr" == *"--denials-fd: must name an open unix socket"* ]]
+    # $1: the socket type; the rest: sbx-launch's options, FD standing for the socket.
+    local launch='import socket, subprocess, sys, os
+# an unconnected UDP socket sends nothing anywhere
+a = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)[0] if sys.argv[1] == "unix" else socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+os.dup2(a.fileno(), 20)
+p = subprocess.run(["sbx-launch"] + [o.replace("FD", "20") for o in sys.argv[2:]] + ["-"], stdin=sys.stdin,
+                   capture_output=True, close_fds=False, timeout=60)
+sys.stdout.write(p.stdout.decode()); sys.stderr.write(p.stderr.decode()); sys.exit(p.returncode)'
+    run --separate-stderr python3 -c "$launch" inet --denials-fd FD <<<"$(spec_sh 'echo ran')"
+    assert_failure 2
+    [[ "$stderr" == *"--denials-fd: must name an open unix socket"* ]]
+    for other in --plan-fd --channel-fd --info-fd; do
+        run --separate-stderr python3 -c "$launch" unix --denials-fd FD "$other" FD <<<"$(spec_sh 'echo ran')"
+        assert_failure 2
+        [[ "$stderr" == *"--denials-fd: must differ from"* ]] || fail "$other: $stderr"
+        [ -z "$output" ]
+    done
+}
+
 @test "limits: a fork bomb under limits.pids is a denial with the limit, the knob and pids.events' count" {
     v1_writable || skip "needs root and cgroup v1 memory and pids hierarchies (explicit limits refuse elsewhere)"
     sbx_run l1 shell 'for i in $(seq 100); do sleep 1 & done 2>/dev/null; wait; echo done' '{"limits":{"pids":20}}'
