@@ -13,6 +13,8 @@ setup() {
 }
 
 teardown() {
+    [ -z "${GATEWAY_PID:-}" ] || kill "$GATEWAY_PID" 2>/dev/null || true
+    [ -z "${SERVER_PID:-}" ] || kill "$SERVER_PID" 2>/dev/null || true
     launch_teardown
 }
 
@@ -144,6 +146,25 @@ except OSError as e:
 ls /proc/self/fd/6 /proc/self/fd/7 2>&1 | grep -c "No such file" || true'
     [ "$(r .stdout)" = $'0\n2' ] || fail "$(r .stdout)"
     [ "$(r .seccompReporting.reporting)" = true ]
+}
+
+@test "seccomp: the egress bridge and the worker channel pass through sbx-seccomp-notify; their runs still report" {
+    mkfifo "$WORK/port"
+    python3 "$FIXTURES/http-echo.py" "$WORK/port" &
+    SERVER_PID=$!
+    read -r port < "$WORK/port"
+    sbx_run e1 shell "curl -sS --fail http://api.test:$port/through; sbx-report progress 0.5
+python3 -c 'import ctypes; print(\"ptrace\", ctypes.CDLL(None).syscall(101, 0, 0, 0, 0))'" \
+        '{"network":{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":true}}' \
+        --egress-dir "$WORK/eg" --egress-idle-s 1 --egress-resolve "api.test:$port:127.0.0.1"
+    GATEWAY_PID=$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $WORK/eg/" || true)
+    assert_success
+    [[ "$(r .stdout)" == *"path=/through"* ]] || fail "$(r .stdout) $(r .stderr)"
+    [ "$(printf '%s\n' "$output" | jq -c 'select(.event == "worker.progress") | .progress')" = 0.5 ]
+    [ "$(r .seccompReporting.reporting)" = true ]
+    [[ "$(r .stdout)" == *"ptrace -1"* ]]
+    [ "$(denial seccomp ptrace count)" = 1 ]
+    [ "$(denial seccomp ptrace policy)" = "seccomp profile network" ]
 }
 
 @test "seccomp: sbx-launch reports only with --denials-fd on a socket; the dry run says which filter" {
