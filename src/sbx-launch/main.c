@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -82,11 +83,15 @@ static bool is_unix_socket(int fd)
 	       domain == AF_UNIX;
 }
 
-/* The kernel can hand out a seccomp listener (Linux 5.0 and later). */
+/* The kernel can hand out a seccomp listener (Linux 5.0 and later) and
+ * keep the workload away from the sandbox's pid 1, which lacks the
+ * notifying filter (Landlock, 5.13 and later, enabled): see
+ * sbx-seccomp-notify(1). */
 static bool notify_supported(void)
 {
 	struct seccomp_notif_sizes sizes;
-	return syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
+	return syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0 &&
+	       syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) >= 1;
 }
 
 static void parse_options(int argc, char **argv, struct options *o)

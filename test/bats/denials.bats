@@ -167,6 +167,23 @@ python3 -c 'import ctypes; print(\"ptrace\", ctypes.CDLL(None).syscall(101, 0, 0
     [ "$(denial seccomp ptrace policy)" = "seccomp profile network" ]
 }
 
+@test "seccomp: the sandbox's pid 1 (bwrap, which never loads the notifying filter) is out of the workload's reach" {
+    # Its filter lacks the reported rows: code written into it through
+    # /proc/1/mem would call them unrefused (ptrace, keyctl, io_uring...).
+    sbx_run s7 python 'import os
+def attempt(name, f):
+    try:
+        f(); print(name, "open")
+    except OSError as e:
+        print(name, "refused")
+attempt("pid1-mem", lambda: os.close(os.open("/proc/1/mem", os.O_RDWR)))
+attempt("pid1-syscall", lambda: open("/proc/1/syscall").read())
+attempt("self-mem", lambda: os.close(os.open("/proc/self/mem", os.O_RDWR)))'
+    assert_success
+    [ "$(r .seccompReporting.reporting)" = true ]
+    [ "$(r .stdout)" = $'pid1-mem refused\npid1-syscall refused\nself-mem open' ] || fail "$(r .stdout) $(r .stderr)"
+}
+
 @test "seccomp: sbx-launch reports only with --denials-fd on a socket; the dry run says which filter" {
     run --separate-stderr sbx-launch --dry-run - <<<"$(spec_sh true)"
     assert_success
