@@ -63,6 +63,15 @@ static void every_profile_compiles_for_both_arches(void **state)
 			assert_non_null(strstr(text, "action KILL_PROCESS"));
 			free(text);
 			seccomp_release(ctx);
+			/* The notifying part, with its refusal of new listeners. */
+			ctx = sbx_seccomp_build_part(p, SBX_FILTER_NOTIFY, arches[a], &e);
+			assert_non_null(ctx);
+			text = pfc(ctx);
+			assert_non_null(strstr(text, "filter for syscall \"seccomp\""));
+			assert_non_null(strstr(text, "action ERRNO(16)")); /* EBUSY */
+			assert_non_null(strstr(text, "action 0x7fc00000")); /* SECCOMP_RET_USER_NOTIF */
+			free(text);
+			seccomp_release(ctx);
 		}
 	}
 }
