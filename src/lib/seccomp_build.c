@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,12 +139,29 @@ static int add_rows(scmp_filter_ctx ctx, uint32_t token, const struct sbx_seccom
 	return 0;
 }
 
+/* The kernel forgets a listener once its fd is closed (the supervisor's
+ * cap, or its death): a filter loaded after that could take a listener of
+ * its own, and the newest filter's notification wins, so the workload
+ * could answer its own refused calls with CONTINUE. The notifying filter
+ * refuses every new listener as the kernel does while ours is open. */
+static int refuse_new_listeners(scmp_filter_ctx ctx, uint32_t token, struct sbx_error *e)
+{
+	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EBUSY), SCMP_SYS(seccomp), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+					  SECCOMP_FILTER_FLAG_NEW_LISTENER));
+	if (rc != 0)
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "seccomp-build", "listener rule on %s: %s",
+			      sbx_seccomp_arch_name(token), strerror(-rc));
+	return rc;
+}
+
 scmp_filter_ctx sbx_seccomp_build_part(enum sbx_seccomp_profile p, enum sbx_seccomp_part part, uint32_t arch,
 				       struct sbx_error *e)
 {
 	uint32_t token;
 	scmp_filter_ctx ctx = new_filter(sbx_seccomp_profile_name(p), arch, &token, e);
-	if (ctx && add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_BIT(p), part, e) != 0) {
+	if (ctx && (add_rows(ctx, token, sbx_seccomp_rules, sbx_seccomp_rules_len, SBX_PROFILE_BIT(p), part, e) != 0 ||
+		    (part == SBX_FILTER_NOTIFY && refuse_new_listeners(ctx, token, e) != 0))) {
 		seccomp_release(ctx);
 		return NULL;
 	}
@@ -167,10 +185,14 @@ scmp_filter_ctx sbx_seccomp_build_gateway(uint32_t arch, struct sbx_error *e)
 	return ctx;
 }
 
-/* A fingerprint of the table, so a changed table never reuses an old program. */
+/* Bumped when the rules this file adds beside the table change. */
+#define BUILD_REVISION "notify-refuses-listeners"
+
+/* A fingerprint of the table and of how it is compiled, so a changed
+ * table or compiler never reuses an old program. */
 static uint64_t table_digest(void)
 {
-	uint64_t h = SBX_FNV_INIT;
+	uint64_t h = sbx_fnv1a64(SBX_FNV_INIT, BUILD_REVISION, sizeof(BUILD_REVISION) - 1);
 	for (size_t i = 0; i < sbx_seccomp_rules_len; i++) {
 		const struct sbx_seccomp_rule *r = &sbx_seccomp_rules[i];
 		char row[128];

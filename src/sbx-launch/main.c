@@ -28,8 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -71,17 +73,25 @@ static void usage(FILE *out)
 	sbx_cli_print_exit_codes(out);
 }
 
-static bool is_socket(int fd)
+/* The listener travels by SCM_RIGHTS: a Unix socket only. */
+static bool is_unix_socket(int fd)
 {
 	struct stat st;
-	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	       domain == AF_UNIX;
 }
 
-/* The kernel can hand out a seccomp listener (Linux 5.0 and later). */
+/* The kernel can hand out a seccomp listener (Linux 5.0 and later) and
+ * keep the workload away from the sandbox's pid 1, which lacks the
+ * notifying filter (Landlock, 5.13 and later, enabled): see
+ * sbx-seccomp-notify(1). */
 static bool notify_supported(void)
 {
 	struct seccomp_notif_sizes sizes;
-	return syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
+	return syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0 &&
+	       syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) >= 1;
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -126,8 +136,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 	/* A dry run only records the variable; a launch needs the descriptor. */
 	if (o->channel_fd >= 0 && (o->channel_fd <= 2 || (!o->dry_run && fcntl(o->channel_fd, F_GETFD) < 0)))
 		sbx_cli_usage_error("sbx-launch", "--channel-fd: must name an open descriptor above 2");
-	if (o->denials_fd >= 0 && (o->denials_fd <= 2 || (!o->dry_run && !is_socket(o->denials_fd))))
+	if (o->denials_fd >= 0 && (o->denials_fd <= 2 || (!o->dry_run && !is_unix_socket(o->denials_fd))))
 		sbx_cli_usage_error("sbx-launch", "--denials-fd: must name an open unix socket above 2");
+	/* Its own descriptor: the plan's is closed once written, bwrap writes
+	 * on the info one, and the channel's enters the sandbox (the workload
+	 * would hold the socket the listener travels on). */
+	if (o->denials_fd >= 0 &&
+	    (o->denials_fd == o->info_fd || o->denials_fd == o->channel_fd || o->denials_fd == o->plan_fd))
+		sbx_cli_usage_error("sbx-launch", "--denials-fd: must differ from --info-fd, --channel-fd and --plan-fd");
 	if (o->plan_fd >= 0 && (o->plan_fd <= 3 || o->plan_fd == o->info_fd || o->plan_fd == o->channel_fd ||
 				fcntl(o->plan_fd, F_GETFD) < 0))
 		sbx_cli_usage_error("sbx-launch", "--plan-fd: must name another open descriptor above 3");

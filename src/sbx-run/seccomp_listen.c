@@ -154,11 +154,20 @@ void run_seccomp_answer(struct run *r)
 	struct run_seccomp *s = &r->seccomp;
 	int profile = run_profile(r);
 	for (int i = 0; i < ANSWER_BATCH && s->listener >= 0; i++) {
+		/* RECV waits for a notification; before Linux 6.11 it waits for
+		 * ever once the workload is gone (hung up). Only a pending one is
+		 * received, and a hung-up listener is done: no process can join a
+		 * filter none holds, and the loop's poll would keep waking on it. */
 		struct pollfd p = { .fd = s->listener, .events = POLLIN };
-		if (i > 0 && (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)))
+		if (poll(&p, 1, 0) != 1)
 			return;
-		if (p.revents & (POLLHUP | POLLERR))
+		if (!(p.revents & POLLIN)) {
+			if (p.revents & (POLLHUP | POLLERR)) {
+				close(s->listener);
+				s->listener = -1;
+			}
 			return;
+		}
 		struct seccomp_notif n;
 		memset(&n, 0, sizeof(n));
 		if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, &n) != 0)

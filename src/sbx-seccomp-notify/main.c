@@ -1,11 +1,13 @@
 /* sbx-seccomp-notify — the first program of a sandbox that reports its
- * denials: loads the reported half of the seccomp policy with a listener,
- * hands the listener to the supervisor over a socket, keeps no copy, and
- * runs the workload. Static: it runs where no library may be bound. */
+ * denials: enters a Landlock domain, loads the reported half of the
+ * seccomp policy with a listener, hands the listener to the supervisor
+ * over a socket, keeps no copy, and runs the workload. Static: it runs
+ * where no library may be bound. */
 #include "../lib/fd_pass.h"
 
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,22 @@ static void read_program(int fd, struct sock_filter *insns, unsigned short *len)
 	*len = (unsigned short)(want / sizeof(struct sock_filter));
 }
 
+/* The sandbox's pid 1 is bwrap's, whose filter lacks the reported rows:
+ * code written into it (/proc/1/mem) would make those calls unrefused.
+ * A Landlock domain denies ptrace-mode access (/proc/PID/mem, syscall,
+ * environ...) to every process outside it. The ruleset handles only
+ * block-device mknod, which needs CAP_MKNOD the sandbox never has. */
+static void enter_landlock_domain(void)
+{
+	struct landlock_ruleset_attr attr = { .handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_BLOCK };
+	int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	if (ruleset < 0)
+		die("landlock", strerror(errno));
+	if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0)
+		die("landlock", strerror(errno));
+	close(ruleset);
+}
+
 int main(int argc, char **argv)
 {
 	static struct sock_filter insns[MAX_PROGRAM_BYTES / sizeof(struct sock_filter)];
@@ -70,6 +88,7 @@ int main(int argc, char **argv)
 	close(filter_fd);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		die("no_new_privs", strerror(errno));
+	enter_landlock_domain();
 	/* The bwrap filter leaves these calls to this one: without it loaded,
 	 * the command must not run. */
 	int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);

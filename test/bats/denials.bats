@@ -13,6 +13,8 @@ setup() {
 }
 
 teardown() {
+    [ -z "${GATEWAY_PID:-}" ] || kill "$GATEWAY_PID" 2>/dev/null || true
+    [ -z "${SERVER_PID:-}" ] || kill "$SERVER_PID" 2>/dev/null || true
     launch_teardown
 }
 
@@ -35,6 +37,13 @@ r() { jq -r "$1" <<<"$result"; }
 # denial KIND WHAT FIELD: a field of the result's record of WHAT.
 denial() { jq -r --arg k "$1" --arg w "$2" --arg f "$3" '[.denials[] | select(.kind == $k and .what == $w)][0][$f] // "absent"' <<<"$result"; }
 
+# Reporting needs Landlock (sbx-seccomp-notify(1)); elsewhere sbx-launch
+# keeps the whole filter. 444: landlock_create_ruleset on x86_64 and aarch64.
+reporting_or_skip() {
+    python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).syscall(444, None, 0, 1) < 1)' ||
+        skip "no Landlock: sbx-launch keeps the whole filter, nothing is reported"
+}
+
 v1_writable() {
     [ "$(id -u)" -eq 0 ] && awk '$9 == "cgroup" && $NF ~ /(^|,)memory(,|$)/ { m = 1 } $9 == "cgroup" && $NF ~ /(^|,)pids(,|$)/ { p = 1 } END { exit !(m && p) }' /proc/self/mountinfo
 }
@@ -56,6 +65,7 @@ except OSError as e:
 '
 
 @test "seccomp: ptrace, mount, bpf, unshare and socket(AF_INET) with networkPolicy none are denials with count and remedy, each EPERM" {
+    reporting_or_skip
     sbx_run s1 python "$CALLS"
     assert_success
     [ "$(r .seccompReporting.reporting)" = true ]
@@ -75,6 +85,7 @@ except OSError as e:
 }
 
 @test "seccomp: with reporting on, every rule of the table still gives its exact errno (the i386/x32 kills too)" {
+    reporting_or_skip
     cp "$SBX_BIN/test/try-syscall" "$WS/"
     # What an i386 int $0x80 gets on this host outside a sandbox decides
     # the expected answer inside (launch-seccomp.bats explains).
@@ -107,6 +118,7 @@ except OSError as e:
 }
 
 @test "seccomp: a loop of refused calls is answered up to the cap, then the kernel refuses alone (ENOSYS), never allows" {
+    reporting_or_skip
     cc -O2 -o "$WS/hammer" "$BATS_TEST_DIRNAME/../fixtures/hammer.c"
     sbx_run s3 shell './hammer 5000'
     assert_success
@@ -116,6 +128,19 @@ except OSError as e:
     [ "$(denial seccomp ptrace count)" = 1000 ]
     # Coalesced: far fewer events than calls.
     [ "$(printf '%s\n' "$output" | jq -c 'select(.event == "denial")' | wc -l)" -lt 10 ]
+}
+
+@test "seccomp: past the cap the workload cannot put a listener of its own in the supervisor's place (EBUSY, nothing let through)" {
+    reporting_or_skip
+    cc -O2 -pthread -o "$WS/own-listener" "$BATS_TEST_DIRNAME/../fixtures/own-listener.c"
+    # Below the cap the kernel refuses a second listener; past it (the
+    # supervisor's listener closed) the notifying filter does.
+    for n in 10 1100; do
+        sbx_run "o$n" shell "./own-listener $n"
+        assert_success
+        [ "$(r .stdout)" = "listener EBUSY" ] || fail "after $n calls: $(r .stdout)"
+    done
+    [ "$(r .seccompReporting.capped)" = true ]
 }
 
 @test "seccomp: --no-seccomp-reports leaves the whole filter in bwrap: plain EPERM, nothing counted" {
@@ -128,10 +153,49 @@ except OSError as e:
 }
 
 @test "seccomp: the listener never reaches the workload (no fd of any process it can see is one; fds 6 and 7 are closed)" {
+    reporting_or_skip
     sbx_run s5 shell 'n=$(for f in /proc/[0-9]*/fd/*; do readlink "$f"; done 2>/dev/null | grep -c "seccomp notify" || true); echo "$n"
 ls /proc/self/fd/6 /proc/self/fd/7 2>&1 | grep -c "No such file" || true'
     [ "$(r .stdout)" = $'0\n2' ] || fail "$(r .stdout)"
     [ "$(r .seccompReporting.reporting)" = true ]
+}
+
+@test "seccomp: the egress bridge and the worker channel pass through sbx-seccomp-notify; their runs still report" {
+    reporting_or_skip
+    mkfifo "$WORK/port"
+    python3 "$FIXTURES/http-echo.py" "$WORK/port" &
+    SERVER_PID=$!
+    read -r port < "$WORK/port"
+    sbx_run e1 shell "curl -sS --fail http://api.test:$port/through; sbx-report progress 0.5
+python3 -c 'import ctypes; print(\"ptrace\", ctypes.CDLL(None).syscall(101, 0, 0, 0, 0))'" \
+        '{"network":{"mode":"domain-allowlist","allowedDomains":["api.test"],"allowPrivateNetwork":true}}' \
+        --egress-dir "$WORK/eg" --egress-idle-s 1 --egress-resolve "api.test:$port:127.0.0.1"
+    GATEWAY_PID=$(pgrep -f -- "^[^ ]*sbx-egress gateway --socket $WORK/eg/" || true)
+    assert_success
+    [[ "$(r .stdout)" == *"path=/through"* ]] || fail "$(r .stdout) $(r .stderr)"
+    [ "$(printf '%s\n' "$output" | jq -c 'select(.event == "worker.progress") | .progress')" = 0.5 ]
+    [ "$(r .seccompReporting.reporting)" = true ]
+    [[ "$(r .stdout)" == *"ptrace -1"* ]]
+    [ "$(denial seccomp ptrace count)" = 1 ]
+    [ "$(denial seccomp ptrace policy)" = "seccomp profile network" ]
+}
+
+@test "seccomp: the sandbox's pid 1 (bwrap, which never loads the notifying filter) is out of the workload's reach" {
+    reporting_or_skip
+    # Its filter lacks the reported rows: code written into it through
+    # /proc/1/mem would call them unrefused (ptrace, keyctl, io_uring...).
+    sbx_run s7 python 'import os
+def attempt(name, f):
+    try:
+        f(); print(name, "open")
+    except OSError as e:
+        print(name, "refused")
+attempt("pid1-mem", lambda: os.close(os.open("/proc/1/mem", os.O_RDWR)))
+attempt("pid1-syscall", lambda: open("/proc/1/syscall").read())
+attempt("self-mem", lambda: os.close(os.open("/proc/self/mem", os.O_RDWR)))'
+    assert_success
+    [ "$(r .seccompReporting.reporting)" = true ]
+    [ "$(r .stdout)" = $'pid1-mem refused\npid1-syscall refused\nself-mem open' ] || fail "$(r .stdout) $(r .stderr)"
 }
 
 @test "seccomp: sbx-launch reports only with --denials-fd on a socket; the dry run says which filter" {
@@ -141,6 +205,29 @@ ls /proc/self/fd/6 /proc/self/fd/7 2>&1 | grep -c "No such file" || true'
     run --separate-stderr sbx-launch --denials-fd 0 - <<<"$(spec_sh true)"
     assert_failure 2
     [[ "$stderr" == *"--denials-fd"* ]]
+}
+
+@test "seccomp: sbx-launch --denials-fd refuses a file, an inet socket and a descriptor another option names" {
+    run --separate-stderr sbx-launch --denials-fd 5 - 5<"$BATS_TEST_FILENAME" <<<"$(spec_sh 'echo ran')"
+    assert_failure 2
+    [[ "$stderr" == *"--denials-fd: must name an open unix socket"* ]]
+    # $1: the socket type; the rest: sbx-launch's options, FD standing for the socket.
+    local launch='import socket, subprocess, sys, os
+# an unconnected UDP socket sends nothing anywhere
+a = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)[0] if sys.argv[1] == "unix" else socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+os.dup2(a.fileno(), 20)
+p = subprocess.run(["sbx-launch"] + [o.replace("FD", "20") for o in sys.argv[2:]] + ["-"], stdin=sys.stdin,
+                   capture_output=True, close_fds=False, timeout=60)
+sys.stdout.write(p.stdout.decode()); sys.stderr.write(p.stderr.decode()); sys.exit(p.returncode)'
+    run --separate-stderr python3 -c "$launch" inet --denials-fd FD <<<"$(spec_sh 'echo ran')"
+    assert_failure 2
+    [[ "$stderr" == *"--denials-fd: must name an open unix socket"* ]]
+    for other in --plan-fd --channel-fd --info-fd; do
+        run --separate-stderr python3 -c "$launch" unix --denials-fd FD "$other" FD <<<"$(spec_sh 'echo ran')"
+        assert_failure 2
+        [[ "$stderr" == *"--denials-fd: must differ from"* ]] || fail "$other: $stderr"
+        [ -z "$output" ]
+    done
 }
 
 @test "limits: a fork bomb under limits.pids is a denial with the limit, the knob and pids.events' count" {

@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <sched.h>
@@ -59,6 +61,16 @@ static void every_profile_compiles_for_both_arches(void **state)
 			assert_non_null(strstr(text, "clone3"));
 			assert_non_null(strstr(text, "io_uring_setup"));
 			assert_non_null(strstr(text, "action KILL_PROCESS"));
+			free(text);
+			seccomp_release(ctx);
+			/* The notifying part, with its refusal of new listeners. */
+			ctx = sbx_seccomp_build_part(p, SBX_FILTER_NOTIFY, arches[a], &e);
+			assert_non_null(ctx);
+			text = pfc(ctx);
+			assert_non_null(strstr(text, "filter for syscall \"seccomp\""));
+			assert_non_null(strstr(text, "action ERRNO(16)")); /* EBUSY */
+			/* SECCOMP_RET_USER_NOTIF, by name or number as the libseccomp version prints it */
+			assert_true(strstr(text, "action NOTIFY") || strstr(text, "action 0x7fc00000"));
 			free(text);
 			seccomp_release(ctx);
 		}
@@ -172,6 +184,12 @@ static int errno_under_split(enum sbx_seccomp_profile p, int what)
 		case 2: r = syscall(SYS_ptrace, 0, 0, 0, 0); break;
 		case 3: r = syscall(SYS_clone3, NULL, 0); break;
 		case 4: r = syscall(SYS_mount, "none", "/", "tmpfs", 0, NULL); break;
+		case 6: { /* a listener of the workload's own, to answer CONTINUE */
+			struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+			struct sock_fprog prog = { .len = 1, .filter = &allow };
+			r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+			break;
+		}
 		default: r = getpid() > 0 ? 0 : -1; break;
 		}
 		_exit(r < 0 ? errno : 0);
@@ -193,6 +211,9 @@ static void a_split_filter_refuses_even_without_its_listener(void **state)
 		assert_int_equal(errno_under_split(p, 3), ENOSYS);
 		assert_int_equal(errno_under_split(p, 4), ENOSYS);
 		assert_int_equal(errno_under_split(p, 5), 0);
+		/* The kernel forgets a closed listener: without this refusal the
+		 * workload could load one of its own and let every call through. */
+		assert_int_equal(errno_under_split(p, 6), EBUSY);
 	}
 	/* Every row lands in exactly one part. */
 	for (size_t i = 0; i < sbx_seccomp_rules_len; i++)
