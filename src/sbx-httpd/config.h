@@ -28,6 +28,9 @@ struct config {
 	long long exec_log_max_bytes; /* SCIENCE_AGENT_EXECUTION_LOG_MAX_BYTES: their logs and results in all (0: no cap) */
 	long long snapshot_keep;     /* SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP: remote snapshots kept per workspace key (0: all) */
 	long long snapshot_grace_s;  /* SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS: an unreferenced object younger stays */
+	char metrics_host[256];      /* SBX_METRICS_LISTEN: GET /metrics on its own listener too ("": none) */
+	int metrics_port;
+	bool metrics_no_auth;        /* SBX_METRICS_AUTH=none: that listener asks no bearer */
 	bool npu_broker;
 	bool scientific_envs;
 };
