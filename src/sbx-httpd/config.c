@@ -79,8 +79,8 @@ static void absolute(const char *name, const char *v, char *out, size_t size)
 		bad(name, "the path is too long", v);
 }
 
-/* SBX_METRICS_LISTEN=HOST:PORT ([v6]:PORT; port 0: any free one) and
- * SBX_METRICS_AUTH=bearer|none. */
+/* SBX_METRICS_LISTEN=HOST:PORT ([v6]:PORT; port 0: any free one),
+ * SBX_METRICS_AUTH=bearer|none, SBX_METRICS_TOKEN (read once, erased). */
 static void metrics_listener(struct config *c)
 {
 	char buf[300];
@@ -103,6 +103,13 @@ static void metrics_listener(struct config *c)
 	if ((auth = value("SBX_METRICS_AUTH", buf, sizeof(buf))) && strcmp(auth, "bearer") != 0 && strcmp(auth, "none") != 0)
 		bad("SBX_METRICS_AUTH", "bearer (the default) or none", auth);
 	c->metrics_no_auth = auth && !strcmp(auth, "none");
+	const char *token = value("SBX_METRICS_TOKEN", c->metrics_token, sizeof(c->metrics_token));
+	c->metrics_token_len = token ? strlen(token) : 0;
+	free(sbx_env_take("SBX_METRICS_TOKEN"));
+	if (token && !c->metrics_host[0])
+		bad("SBX_METRICS_TOKEN", "only the metrics listener (SBX_METRICS_LISTEN) takes a token of its own", "...");
+	if (token && c->metrics_no_auth)
+		bad("SBX_METRICS_TOKEN", "SBX_METRICS_AUTH=none asks no token", "...");
 }
 
 void config_load(struct config *c)

@@ -31,6 +31,8 @@ struct config {
 	char metrics_host[256];      /* SBX_METRICS_LISTEN: GET /metrics on its own listener too ("": none) */
 	int metrics_port;
 	bool metrics_no_auth;        /* SBX_METRICS_AUTH=none: that listener asks no bearer */
+	char metrics_token[4096];    /* SBX_METRICS_TOKEN: that listener's bearer instead of the runner token ("": none) */
+	size_t metrics_token_len;
 	bool npu_broker;
 	bool scientific_envs;
 };

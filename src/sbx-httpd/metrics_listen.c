@@ -1,9 +1,10 @@
 /* metrics_listen.c — SBX_METRICS_LISTEN: GET /metrics alone on a listener
  * of its own, so a scraper can reach it where the API is not exposed.
- * The bearer is asked unless SBX_METRICS_AUTH=none; a few connections at
- * a time, a head whole within CONNECTION_IDLE_S, any body dropped. */
+ * The bearer is asked (SBX_METRICS_TOKEN's, else the runner token) unless
+ * SBX_METRICS_AUTH=none; a few connections at a time, a head whole within
+ * CONNECTION_IDLE_S, any body dropped. */
 #include "metrics_listen.h"
-#include "auth.h"
+#include "auth_checks.h"
 #include "connections.h"
 #include "head_deadline.h"
 #include "metrics.h"
@@ -50,7 +51,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return reply_error(&r, 404, "Not found");
 	if (strcmp(method, "GET") != 0)
 		return reply_error(&r, 405, "Method not allowed");
-	if (!g_server.cfg.metrics_no_auth && !auth_bearer(&g_server.cfg, &r)) {
+	const struct config *c = &g_server.cfg;
+	bool own = c->metrics_token_len > 0;
+	if (!c->metrics_no_auth && !sbx_bearer_ok(header(&r, "authorization"), own ? c->metrics_token : c->token,
+						 own ? c->metrics_token_len : c->token_len)) {
 		metrics_refused(METRICS_REFUSED_UNAUTHORIZED);
 		return reply_error(&r, 401, "Unauthorized");
 	}

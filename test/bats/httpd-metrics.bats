@@ -96,6 +96,8 @@ until_value() {
     until_value sbx_runs_in_flight '{}' 0
     [ "$(value sbx_executions_queued)" = 0 ] && [ "$(value sbx_executions_running)" = 0 ]
     [ "$(value sbx_sandboxes_active)" = 0 ]
+    # Prometheus' own linter, where it is installed.
+    ! command -v promtool >/dev/null || promtool check metrics < "$WORK/metrics.txt"
     # The text format, as the parser saw it: typed families, counters _total.
     [ "$(jq -r '.families.sbx_executions' "$WORK/metrics.json")" = counter ]
     [ "$(jq -r '.families.sbx_execution_duration_seconds' "$WORK/metrics.json")" = histogram ]
@@ -204,7 +206,8 @@ PY
     man="$BATS_TEST_DIRNAME/../../man/sbx-httpd.8.scd"
     [ -f "$man" ] || skip "no man page next to this suite"
     served=$(jq -r '.samples[].name' "$WORK/metrics.json" | sed -E 's/_(bucket|sum|count)$//' | sort -u)
-    listed=$(sed -n '/^# METRICS/,/^# [A-Z]/p' "$man" | grep -oE '^\*(sbx|process)_[a-z_]+\*' | tr -d '*' | sort -u)
+    listed=$(sed -n '/^# METRICS/,/^# [A-Z]/p' "$man" | grep -E '^\*(sbx|process)_.*\((counter|gauge|histogram)' |
+        grep -oE '\*(sbx|process)_[a-z_]+\*' | tr -d '*' | sort -u)
     [ -n "$listed" ]
     diff <(echo "$served") <(echo "$listed")
 }
@@ -224,6 +227,17 @@ PY
     # Its own requests are not the API's: none in flight there.
     [ "$(value sbx_http_requests_in_flight)" = 0 ]
     [ "$(value sbx_http_refusals_total '{"reason":"unauthorized"}')" = 1 ]
+    # A token of its own: the scraper's, not the runner's, and only there.
+    httpd_stop
+    httpd_start SBX_METRICS_LISTEN=127.0.0.1:0 SBX_METRICS_TOKEN=scrape-$$
+    MBASE="http://127.0.0.1:$(jq -r .metrics.port <<< "$READY")"
+    run curl -sS -o /dev/null -w '%{http_code}' -H "authorization: Bearer $TOKEN" "$MBASE/metrics"
+    assert_output 401
+    run curl -sS -o /dev/null -w '%{http_code}' -H "authorization: Bearer scrape-$$" "$MBASE/metrics"
+    assert_output 200
+    run curl -sS -o /dev/null -w '%{http_code}' -H "authorization: Bearer scrape-$$" "$BASE/metrics"
+    assert_output 401
+    [ -z "$(tr '\0' '\n' < "/proc/$HTTPD_PID/environ" | grep "scrape-$$" || true)" ] # erased, as the runner token
     httpd_stop
     httpd_start SBX_METRICS_LISTEN=127.0.0.1:0 SBX_METRICS_AUTH=none
     run curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(jq -r .metrics.port <<< "$READY")/metrics"
@@ -233,8 +247,9 @@ PY
     assert_output 401
     httpd_stop
     # A bad value stops the start, naming the variable.
-    for bad in 'SBX_METRICS_LISTEN=9311' 'SBX_METRICS_LISTEN=:9311' 'SBX_METRICS_LISTEN=h:99999' 'SBX_METRICS_AUTH=basic'; do
-        run env "$bad" sbx-httpd
+    for bad in SBX_METRICS_LISTEN=9311 SBX_METRICS_LISTEN=:9311 SBX_METRICS_LISTEN=h:99999 SBX_METRICS_AUTH=basic \
+        SBX_METRICS_TOKEN=t "SBX_METRICS_TOKEN=t SBX_METRICS_LISTEN=127.0.0.1:0 SBX_METRICS_AUTH=none"; do
+        run env $bad sbx-httpd
         assert_failure 2
         assert_output --partial "${bad%%=*}"
     done
@@ -259,4 +274,59 @@ sys.stdin.read()' "$PORT" < "$WORK/release" &
     [ "$(value sbx_http_responses_total '{"code":"503"}')" = 1 ]
     exec 5>&-
     until_value sbx_http_connections_open '{}' 0 "$MBASE"
+}
+
+@test "contrib: the Prometheus scrape config reaches the metrics listener with its token; the Grafana dashboard asks only for served metrics" {
+    CONTRIB="$BATS_TEST_DIRNAME/../../contrib"
+    httpd_stop
+    httpd_start SBX_METRICS_LISTEN=127.0.0.1:0 SBX_METRICS_TOKEN=scrape-$$
+    # The scrape as the config says it: scheme, target, path, Bearer from
+    # credentials_file (here a file of this test's token).
+    printf 'scrape-%s\n' "$$" > "$WORK/token"
+    $PY - "$CONTRIB/prometheus/prometheus.yml" "$WORK/token" "$(jq -r .metrics.port <<< "$READY")" > "$WORK/prom.yml" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+job = doc["scrape_configs"][0]
+assert job["job_name"] == "sbx-httpd" and job["metrics_path"] == "/metrics", job
+assert job["authorization"]["type"] == "Bearer" and "credentials_file" in job["authorization"], job
+assert job["static_configs"][0]["targets"] == ["127.0.0.1:9311"], job
+job["authorization"]["credentials_file"] = sys.argv[2]
+job["static_configs"][0]["targets"] = ["127.0.0.1:" + sys.argv[3]]
+print(yaml.safe_dump(doc))
+PY
+    ! command -v promtool >/dev/null || promtool check config "$WORK/prom.yml"
+    url=$($PY -c 'import sys, yaml; j = yaml.safe_load(open(sys.argv[1]))["scrape_configs"][0]
+print("%s://%s%s" % (j["scheme"], j["static_configs"][0]["targets"][0], j["metrics_path"]))' "$WORK/prom.yml")
+    token=$($PY -c 'import sys, yaml; print(open(yaml.safe_load(open(sys.argv[1]))["scrape_configs"][0]["authorization"]["credentials_file"]).read().strip())' "$WORK/prom.yml")
+    curl -sS -f -o "$WORK/metrics.txt" -H "authorization: Bearer $token" "$url"
+    TOKEN=$token scrape "${url%/metrics}"
+    [ "$(value sbx_build_info)" = 1 ]
+    # Prometheus' own linter, where it is installed.
+    ! command -v promtool >/dev/null || promtool check metrics < "$WORK/metrics.txt"
+    # The dashboard: valid JSON, unique panel ids, a query per panel, and
+    # every metric a query names is one sbx-httpd serves.
+    $PY - "$CONTRIB/grafana/sbx-dashboard.json" "$WORK/metrics.json" <<'PY'
+import json, re, sys
+dash, doc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+served = {s["name"] for s in doc["samples"]}
+panels = dash["panels"]
+ids = [p["id"] for p in panels]
+assert len(ids) == len(set(ids)), ids
+assert dash["uid"] and dash["title"] and isinstance(dash["schemaVersion"], int)
+named = set()
+for p in panels:
+    if p["type"] == "row":
+        continue
+    assert p["targets"], p["title"]
+    for t in p["targets"]:
+        names = set(re.findall(r"\b((?:sbx|process)_[a-z_]+)\b", t["expr"]))
+        assert names, (p["title"], t["expr"])
+        named |= names
+missing = sorted(n for n in named if n not in served)
+assert not missing, missing
+# And every family served is on the dashboard.
+families = {re.sub(r"_(bucket|sum|count)$", "", n) for n in served}
+shown = {re.sub(r"_(bucket|sum|count)$", "", n) for n in named}
+assert families <= shown, sorted(families - shown)
+PY
 }
