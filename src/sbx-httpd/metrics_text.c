@@ -67,6 +67,39 @@ static void histogram(FILE *f, const char *name, const char *help, struct metric
 	}
 }
 
+/* The counters served alone, as a family of one sample. */
+static const struct {
+	enum metrics_counter counter;
+	const char *name, *help;
+} plain[] = {
+	{ METRICS_CONNECTIONS, "sbx_http_connections_total", "Connections the API listener accepted." },
+	{ METRICS_UPLOAD_RECEIVED_BYTES, "sbx_upload_received_bytes_total", "Upload body bytes staged." },
+	{ METRICS_UPLOAD_STORED_BYTES, "sbx_upload_stored_bytes_total", "Bytes of uploads published into a remote workspace." },
+	{ METRICS_UPLOADS_STORED, "sbx_uploads_stored_total", "Uploads published into a remote workspace." },
+	{ METRICS_STORE_RECORDS_COLLECTED, "sbx_store_collected_records_total", "Managed records the retention removed whole." },
+	{ METRICS_STORE_LOGS_COLLECTED, "sbx_store_collected_logs_total",
+	  "Managed records whose logs alone the retention removed." },
+	{ METRICS_STORE_BYTES_COLLECTED, "sbx_store_collected_bytes_total", "Log and result bytes the retention removed." },
+	{ METRICS_STORE_PASSES, "sbx_store_collection_passes_total", "Retention passes over the managed-execution store." },
+	{ METRICS_SNAPSHOT_MANIFESTS_COLLECTED, "sbx_snapshot_collected_manifests_total",
+	  "Remote snapshots the collection dropped." },
+	{ METRICS_SNAPSHOT_OBJECTS_COLLECTED, "sbx_snapshot_collected_objects_total",
+	  "Snapshot store objects the collection removed." },
+	{ METRICS_SNAPSHOT_PASSES, "sbx_snapshot_collection_passes_total", "Collection passes over the remote snapshot store." },
+};
+
+/* The gauges metrics.c keeps. */
+static const struct {
+	enum metrics_gauge gauge;
+	const char *name, *help;
+} gauges[] = {
+	{ METRICS_EXECUTIONS_QUEUED, "sbx_executions_queued", "Executions accepted and waiting for their turn." },
+	{ METRICS_EXECUTIONS_RUNNING, "sbx_executions_running", "Executions out of the queue and not yet ended." },
+	{ METRICS_SANDBOXES_ACTIVE, "sbx_sandboxes_active", "Runs whose sandbox has started and whose sbx-run has not ended." },
+	{ METRICS_CONNECTIONS_OPEN, "sbx_http_connections_open", "Connections of the API listener open now." },
+	{ METRICS_REQUESTS_IN_FLIGHT, "sbx_http_requests_in_flight", "Requests being answered on their own thread." },
+};
+
 static void executions(FILE *f)
 {
 	struct metrics *g = &g_metrics;
@@ -85,12 +118,6 @@ static void executions(FILE *f)
 	histogram(f, "sbx_execution_queue_wait_seconds",
 		  "From acceptance to leaving the queue (or giving up in it), of every execution ended.",
 		  g->queue_wait);
-	single(f, "sbx_executions_queued", "gauge", "Executions accepted and waiting for their turn.",
-	       (double)atomic_load(&g->gauges[METRICS_EXECUTIONS_QUEUED]));
-	single(f, "sbx_executions_running", "gauge", "Executions out of the queue and not yet ended.",
-	       (double)atomic_load(&g->gauges[METRICS_EXECUTIONS_RUNNING]));
-	single(f, "sbx_sandboxes_active", "gauge", "Runs whose sandbox has started and whose sbx-run has not ended.",
-	       (double)atomic_load(&g->gauges[METRICS_SANDBOXES_ACTIVE]));
 	single(f, "sbx_runs_in_flight", "gauge", "sbx-run processes started and not yet let go (clean-up included).",
 	       (double)runner_in_flight());
 	single(f, "sbx_warm_runners", "gauge", "Standby sbx-run processes ready now.", (double)standby_ready());
@@ -109,12 +136,8 @@ static void executions(FILE *f)
 static void door(FILE *f)
 {
 	struct metrics *g = &g_metrics;
-	single(f, "sbx_http_connections_total", "counter", "Connections the API listener accepted.",
-	       (double)load(&g->counters[METRICS_CONNECTIONS]));
-	single(f, "sbx_http_connections_open", "gauge", "Connections of the API listener open now.",
-	       (double)atomic_load(&g->gauges[METRICS_CONNECTIONS_OPEN]));
-	single(f, "sbx_http_requests_in_flight", "gauge", "Requests being answered on their own thread.",
-	       (double)atomic_load(&g->gauges[METRICS_REQUESTS_IN_FLIGHT]));
+	for (size_t i = 0; i < N(gauges); i++)
+		single(f, gauges[i].name, "gauge", gauges[i].help, (double)atomic_load(&g->gauges[gauges[i].gauge]));
 	by_label(f, "sbx_http_refusals_total", "Requests and connections refused or cut at the door, by reason.",
 		 "reason", metrics_refusal_names, METRICS_REFUSALS, g->refusals);
 	family(f, "sbx_http_responses_total", "counter", "Responses made, by HTTP status (those made at least once).");
@@ -148,30 +171,12 @@ static void stores(FILE *f)
 	char db[PATH_MAX + 64], wal[PATH_MAX + 80];
 	sbx_data_path(data, SBX_DATA_RUNNER_EXECUTIONS, "executions.sqlite", db, sizeof(db));
 	snprintf(wal, sizeof(wal), "%s-wal", db);
-	single(f, "sbx_upload_received_bytes_total", "counter", "Upload body bytes staged.",
-	       (double)load(&g->counters[METRICS_UPLOAD_RECEIVED_BYTES]));
-	single(f, "sbx_upload_stored_bytes_total", "counter", "Bytes of uploads published into a remote workspace.",
-	       (double)load(&g->counters[METRICS_UPLOAD_STORED_BYTES]));
-	single(f, "sbx_uploads_stored_total", "counter", "Uploads published into a remote workspace.",
-	       (double)load(&g->counters[METRICS_UPLOADS_STORED]));
 	single(f, "sbx_store_db_bytes", "gauge", "The managed-execution store's SQLite file and its WAL.",
 	       (double)(file_size(db) + file_size(wal)));
 	single(f, "sbx_store_log_bytes", "gauge", "Log chunks and results the managed-execution store holds.",
 	       (double)store_log_bytes());
-	single(f, "sbx_store_collected_records_total", "counter", "Managed records the retention removed whole.",
-	       (double)load(&g->counters[METRICS_STORE_RECORDS_COLLECTED]));
-	single(f, "sbx_store_collected_logs_total", "counter", "Managed records whose logs alone the retention removed.",
-	       (double)load(&g->counters[METRICS_STORE_LOGS_COLLECTED]));
-	single(f, "sbx_store_collected_bytes_total", "counter", "Log and result bytes the retention removed.",
-	       (double)load(&g->counters[METRICS_STORE_BYTES_COLLECTED]));
-	single(f, "sbx_store_collection_passes_total", "counter", "Retention passes over the managed-execution store.",
-	       (double)load(&g->counters[METRICS_STORE_PASSES]));
-	single(f, "sbx_snapshot_collected_manifests_total", "counter", "Remote snapshots the collection dropped.",
-	       (double)load(&g->counters[METRICS_SNAPSHOT_MANIFESTS_COLLECTED]));
-	single(f, "sbx_snapshot_collected_objects_total", "counter", "Snapshot store objects the collection removed.",
-	       (double)load(&g->counters[METRICS_SNAPSHOT_OBJECTS_COLLECTED]));
-	single(f, "sbx_snapshot_collection_passes_total", "counter", "Collection passes over the remote snapshot store.",
-	       (double)load(&g->counters[METRICS_SNAPSHOT_PASSES]));
+	for (size_t i = 0; i < N(plain); i++)
+		single(f, plain[i].name, "counter", plain[i].help, (double)load(&g->counters[plain[i].counter]));
 	struct statvfs vfs;
 	if (statvfs(data, &vfs) == 0) {
 		single(f, "sbx_data_filesystem_size_bytes", "gauge", "Size of the data dir's filesystem.",
