@@ -143,8 +143,8 @@ bin/test/test_output bin/test/test_run_document bin/test/test_spawn bin/test/tes
 bin/test/test_output bin/test/test_run_document bin/test/test_spawn bin/test/test_seccomp_listen: build/sbx-run.a
 bin/test/test_launch_parts: TEST_ARCHIVES := build/sbx-launch.a
 bin/test/test_launch_parts: build/sbx-launch.a
-bin/test/test_json: TEST_ARCHIVES := build/sbx-httpd.a
-bin/test/test_json: build/sbx-httpd.a
+bin/test/test_json bin/test/test_metrics: TEST_ARCHIVES := build/sbx-httpd.a
+bin/test/test_json bin/test/test_metrics: build/sbx-httpd.a
 bin/test/test_http_head bin/test/test_gw_secrets: TEST_ARCHIVES := build/sbx-egress.a
 bin/test/test_files: TEST_ARCHIVES := build/sbx-ws.a
 bin/test/test_files: build/sbx-ws.a

@@ -5,6 +5,7 @@
 #include "reply.h"
 #include "../lib/clock.h"
 #include "auth_checks.h"
+#include "metrics.h"
 
 #include <stdbool.h>
 
@@ -15,6 +16,9 @@ bool auth_bearer(const struct config *c, struct req *r)
 
 bool auth_signature(const struct config *c, struct req *r)
 {
-	return sbx_signature_ok(header(r, "x-science-execution-timestamp"), header(r, "x-science-execution-signature"),
-				r->body, r->len, c->token, c->token_len, sbx_wall_ms(), c->signature_max_age_ms);
+	bool ok = sbx_signature_ok(header(r, "x-science-execution-timestamp"), header(r, "x-science-execution-signature"),
+				   r->body, r->len, c->token, c->token_len, sbx_wall_ms(), c->signature_max_age_ms);
+	if (!ok)
+		metrics_refused(METRICS_REFUSED_BAD_SIGNATURE);
+	return ok;
 }

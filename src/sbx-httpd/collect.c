@@ -6,6 +6,7 @@
 #include "server.h"
 #include "config.h"
 #include "ws_call.h"
+#include "metrics.h"
 #include "../lib/diag.h"
 #include "../lib/clock.h"
 #include "store.h"
@@ -64,6 +65,7 @@ static long long executions_pass(void)
 	while (store_collect_step(&r, sbx_wall_ms(), &done) > 0)
 		nanosleep(&pause, NULL);
 	long long open = store_open_bytes(), finished = store_log_bytes() - open;
+	metrics_store_collected(done.records, done.logs, done.bytes);
 	pthread_mutex_lock(&lock);
 	totals.records += done.records;
 	totals.logs += done.logs;
@@ -109,6 +111,7 @@ static long long snapshots_pass(long long *rest)
 		done.next_due_ms = sbx_wall_ms() + PERIOD_MAX_MS;
 	long long now = sbx_mono_ms();
 	*rest = now + (now - start) * REST_FACTOR + PERIOD_MIN_MS;
+	metrics_snapshots_collected(done.manifests, done.objects);
 	pthread_mutex_lock(&lock);
 	totals.manifests += done.manifests;
 	totals.objects += done.objects;

@@ -79,6 +79,39 @@ static void absolute(const char *name, const char *v, char *out, size_t size)
 		bad(name, "the path is too long", v);
 }
 
+/* SBX_METRICS_LISTEN=HOST:PORT ([v6]:PORT; port 0: any free one),
+ * SBX_METRICS_AUTH=bearer|none, SBX_METRICS_TOKEN (read once, erased). */
+static void metrics_listener(struct config *c)
+{
+	char buf[300];
+	const char *v = value("SBX_METRICS_LISTEN", buf, sizeof(buf)), *auth;
+	if (v) {
+		const char *colon = strrchr(v, ':');
+		size_t host_len = colon ? (size_t)(colon - v) : 0;
+		if (host_len >= 2 && v[0] == '[' && v[host_len - 1] == ']')
+			v++, host_len -= 2;
+		char *end;
+		errno = 0;
+		long port = colon ? strtol(colon + 1, &end, 10) : -1;
+		if (!colon || !host_len || host_len >= sizeof(c->metrics_host) || !isdigit((unsigned char)colon[1]) ||
+		    *end || errno || port > 65535)
+			bad("SBX_METRICS_LISTEN", "HOST:PORT, as 127.0.0.1:9311 or [::1]:9311", buf);
+		memcpy(c->metrics_host, v, host_len);
+		c->metrics_host[host_len] = '\0';
+		c->metrics_port = (int)port;
+	}
+	if ((auth = value("SBX_METRICS_AUTH", buf, sizeof(buf))) && strcmp(auth, "bearer") != 0 && strcmp(auth, "none") != 0)
+		bad("SBX_METRICS_AUTH", "bearer (the default) or none", auth);
+	c->metrics_no_auth = auth && !strcmp(auth, "none");
+	const char *token = value("SBX_METRICS_TOKEN", c->metrics_token, sizeof(c->metrics_token));
+	c->metrics_token_len = token ? strlen(token) : 0;
+	free(sbx_env_take("SBX_METRICS_TOKEN"));
+	if (token && !c->metrics_host[0])
+		bad("SBX_METRICS_TOKEN", "only the metrics listener (SBX_METRICS_LISTEN) takes a token of its own", "...");
+	if (token && c->metrics_no_auth)
+		bad("SBX_METRICS_TOKEN", "SBX_METRICS_AUTH=none asks no token", "...");
+}
+
 void config_load(struct config *c)
 {
 	char buf[PATH_MAX];
@@ -130,6 +163,7 @@ void config_load(struct config *c)
 	c->sse_max_clients = integer("SBX_SSE_MAX_CLIENTS", 256, 1, 65536, "an integer from 1 to 65536");
 	c->sse_keepalive_s = integer("SBX_SSE_KEEPALIVE_SECONDS", 15, 1, 3600, "an integer from 1 to 3600");
 	c->sse_max_s = integer("SBX_SSE_MAX_SECONDS", 3600, 1, 86400 * 7, "an integer from 1 to 604800");
+	metrics_listener(c);
 	c->npu_broker = flag("SCIENCE_AGENT_NPU_BROKER", false);
 	c->scientific_envs = flag("SCIENTIFIC_ENVS", true);
 	if ((v = value("SCIENCE_AGENT_SANDBOX_PROVIDER", buf, sizeof(buf))) && strcmp(v, "auto") != 0 &&

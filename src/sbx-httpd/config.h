@@ -31,6 +31,11 @@ struct config {
 	long long sse_max_clients;   /* SBX_SSE_MAX_CLIENTS: event streams open at once; past it 503 */
 	long long sse_keepalive_s;   /* SBX_SSE_KEEPALIVE_SECONDS: a comment on an idle stream this often */
 	long long sse_max_s;         /* SBX_SSE_MAX_SECONDS: a stream ends after this ("end", reason lifetime) */
+	char metrics_host[256];      /* SBX_METRICS_LISTEN: GET /metrics on its own listener too ("": none) */
+	int metrics_port;
+	bool metrics_no_auth;        /* SBX_METRICS_AUTH=none: that listener asks no bearer */
+	char metrics_token[4096];    /* SBX_METRICS_TOKEN: that listener's bearer instead of the runner token ("": none) */
+	size_t metrics_token_len;
 	bool npu_broker;
 	bool scientific_envs;
 };

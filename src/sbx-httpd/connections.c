@@ -9,6 +9,7 @@
 #include "upload.h"
 #include "auth.h"
 #include "head_deadline.h"
+#include "metrics.h"
 #include "route.h"
 #include "../lib/clock.h"
 #include "runner.h"
@@ -87,11 +88,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	(void)cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		atomic_fetch_add(&open_connections, 1);
+		metrics_add(METRICS_CONNECTIONS, 1);
+		metrics_gauge_add(METRICS_CONNECTIONS_OPEN, 1);
 		head_watch_open(conn, socket_context);
 	} else {
 		head_watch_close(*socket_context);
 		*socket_context = NULL;
 		atomic_fetch_sub(&open_connections, 1);
+		metrics_gauge_add(METRICS_CONNECTIONS_OPEN, -1);
 	}
 }
 
@@ -112,8 +116,10 @@ static bool take_body(struct conn_state *st, const char *method, const char *url
 		st->body_started_ms = now;
 	st->received += n;
 	long long elapsed = now - st->body_started_ms;
-	if (elapsed > BODY_GRACE_MS && st->received < (unsigned long long)(elapsed / 1000) * BODY_MIN_RATE)
+	if (elapsed > BODY_GRACE_MS && st->received < (unsigned long long)(elapsed / 1000) * BODY_MIN_RATE) {
+		metrics_refused(METRICS_REFUSED_SLOW_BODY);
 		return false; /* a trickle: it would hold the connection for ever */
+	}
 	if (st->discard || st->too_large || (st->upload && st->upload->over))
 		return (st->dropped += n) <= DROP_LIMIT;
 	if (st->upload) {
@@ -156,6 +162,7 @@ static void *answer(void *arg)
 	int run_pid = st->r.run_done_pid;
 	bool run_reaped = st->r.run_done_reaped;
 	atomic_fetch_sub(&requests_in_flight, 1);
+	metrics_gauge_add(METRICS_REQUESTS_IN_FLIGHT, -1);
 	st->phase = ANSWERED;
 	/* The last touch: once resumed, the connection (and st) may go. */
 	MHD_resume_connection(st->conn);
@@ -170,11 +177,13 @@ static enum MHD_Result dispatch(struct conn_state *st, struct MHD_Connection *co
 {
 	if (atomic_fetch_add(&requests_in_flight, 1) >= g_server.cfg.max_requests) {
 		atomic_fetch_sub(&requests_in_flight, 1);
+		metrics_refused(METRICS_REFUSED_MAX_REQUESTS);
 		return refuse(conn, method, url, 503, "The runner is answering as many requests as it allows",
 			      g_server.cfg.max_requests, "SCIENCE_AGENT_MAX_REQUESTS");
 	}
 	st->r = (struct req){ .conn = conn, .method = method, .path = url, .body = st->body, .len = st->len,
 			      .too_large = st->too_large, .upload = st->upload, .slot = &st->slot };
+	metrics_gauge_add(METRICS_REQUESTS_IN_FLIGHT, 1);
 	st->conn = conn;
 	st->phase = ANSWERING;
 	MHD_suspend_connection(conn);
@@ -187,6 +196,8 @@ static enum MHD_Result dispatch(struct conn_state *st, struct MHD_Connection *co
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		atomic_fetch_sub(&requests_in_flight, 1);
+		metrics_gauge_add(METRICS_REQUESTS_IN_FLIGHT, -1);
+		metrics_refused(METRICS_REFUSED_NO_THREAD);
 		st->phase = READING;
 		MHD_resume_connection(conn);
 		return refuse(conn, method, url, 503, "The runner could not start a thread for this request; retry later",
@@ -230,6 +241,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		head_watch_mark(conn, false); /* the head is whole */
 		if (connections_open() > g_server.cfg.max_connections) {
 			st->discard = st->refused = true; /* nothing of the body is kept */
+			metrics_refused(METRICS_REFUSED_MAX_CONNECTIONS);
 			return refuse(conn, method, url, 503, "The runner has as many connections open as it allows",
 				      g_server.cfg.max_connections, "SCIENCE_AGENT_MAX_CONNECTIONS");
 		}
@@ -242,6 +254,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		if (!auth_bearer(&g_server.cfg, &head)) {
 			st->unauthorized = st->discard = true;
+			metrics_refused(METRICS_REFUSED_UNAUTHORIZED);
 			return MHD_YES;
 		}
 		if (upload_wanted(method, url) && !(st->upload = upload_begin(conn, url)))

@@ -13,6 +13,7 @@
 #include "../lib/json.h"
 #include "../lib/remote_path.h"
 #include "../lib/stage_call.h"
+#include "metrics.h"
 #include "../lib/strvec.h"
 
 #include <limits.h>
@@ -46,6 +47,7 @@ static int run_env_fd(const char *const *args, int dir_fd, char **out, size_t *l
 	struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
 			       .extra_fds = &dir_fd, .n_extra = dir_fd >= 0 ? 1 : 0 };
 	int rc = sbx_stage_call_bytes(&s, 0, ENV_OUTPUT_CAP, out, len, e);
+	metrics_stage_call(g_server.prog.env, rc == 0, e);
 	sbx_strvec_free(&argv);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include "body.h"
 #include "environments.h"
 #include "handlers.h"
+#include "metrics_run.h"
 #include "../lib/clock.h"
 #include "gate.h"
 #include "request.h"
@@ -143,6 +144,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	json_decref(doc);
 	if (refused)
 		return reply_error(r, refused, "%s", e.message);
+	metrics_execution_accepted(&x);
 
 	struct watch w = { .r = r, .a = track(&x), .x = &x };
 	snprintf(key, sizeof(key), "agent:%s\n%s", x.session, x.agent);
@@ -161,6 +163,7 @@ enum MHD_Result handle_execute(struct req *r, bool shell)
 	untrack(w.a);
 	api_exec_close(&x);
 	json_decref(run);
+	metrics_execution_end(METRICS_SYNC, &x, ran ? &c : NULL);
 	if (w.gone || !ws_turn) {
 		if (ran) {
 			runner_forget(&c);

@@ -4,6 +4,7 @@
  * watchdog shuts such a socket down; the poll thread then closes it. */
 #include "head_deadline.h"
 #include "connections.h"
+#include "metrics.h"
 #include "../lib/clock.h"
 
 #include "thread.h"
@@ -89,6 +90,7 @@ static void *watchdog(void *arg)
 			if (w->in_head && now - w->since_ms > CONNECTION_IDLE_S * 1000LL) {
 				shutdown(w->fd, SHUT_RDWR);
 				w->in_head = false; /* once */
+				metrics_refused(METRICS_REFUSED_HEAD_DEADLINE);
 			}
 		pthread_mutex_unlock(&lock);
 	}

@@ -8,6 +8,8 @@
 #include "connections.h"
 #include "head_deadline.h"
 #include "info.h"
+#include "metrics.h"
+#include "metrics_listen.h"
 #include "npu.h"
 #include "data_reach.h"
 #include "../lib/program_path.h"
@@ -63,7 +65,8 @@ static void usage(FILE *out)
 		"Serves the runner API (sbx-httpd(8)) on SCIENCE_AGENT_RUNNER_HOST:SCIENCE_AGENT_RUNNER_PORT\n"
 		"(127.0.0.1:4311) or the Unix socket SCIENCE_AGENT_RUNNER_SOCKET. Configured by the\n"
 		"SCIENCE_AGENT_* variables only. --ready-fd FD: once listening, write the address there\n"
-		"as one JSON line ({\"host\",\"port\"} or {\"socket\"}) and close it.\n");
+		"as one JSON line ({\"host\",\"port\"} or {\"socket\"}, and \"metrics\": {\"host\",\"port\"} with\n"
+		"SBX_METRICS_LISTEN) and close it.\n");
 	sbx_cli_print_exit_codes(out);
 }
 
@@ -192,17 +195,20 @@ static void describe(int fd, char *where, size_t size)
 	snprintf(where, size, "{\"host\":\"%.100s\",\"port\":%.8s}", host, serv);
 }
 
-static int listen_tcp(const struct config *c, char *where, size_t size)
+/* host:port, or the process stops naming the variable that set it. */
+static int listen_tcp(const char *host, int port_number, const char *variable, char *where, size_t size)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
-	char port[8];
-	snprintf(port, sizeof(port), "%d", c->port);
-	if (getaddrinfo(c->host, port, &hints, &res) != 0)
-		die("bad-config", "SCIENCE_AGENT_RUNNER_HOST: %s cannot be resolved", c->host);
+	char port[8], why[600];
+	snprintf(port, sizeof(port), "%d", port_number);
+	if (getaddrinfo(host, port, &hints, &res) != 0)
+		die("bad-config", "%s: the host cannot be resolved", variable);
 	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0)
-		die("listen-failed", "cannot listen on SCIENCE_AGENT_RUNNER_HOST:SCIENCE_AGENT_RUNNER_PORT: %s", strerror(errno));
+	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+		snprintf(why, sizeof(why), "%s: %s", variable, strerror(errno));
+		die("listen-failed", "cannot listen on %s", why);
+	}
 	freeaddrinfo(res);
 	describe(fd, where, size);
 	return fd;
@@ -300,6 +306,7 @@ int main(int argc, char **argv)
 	int ready_fd = -1;
 
 	sbx_diag_program("sbx-httpd");
+	metrics_start();
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
@@ -344,7 +351,8 @@ int main(int argc, char **argv)
 	bool own_socket = fd < 0 && s->cfg.socket_path[0];
 	if (fd < 0)
 		fd = s->cfg.socket_path[0] ? listen_unix(&s->cfg, where, sizeof(where))
-					   : listen_tcp(&s->cfg, where, sizeof(where));
+					   : listen_tcp(s->cfg.host, s->cfg.port, "SCIENCE_AGENT_RUNNER_HOST:SCIENCE_AGENT_RUNNER_PORT",
+							where, sizeof(where));
 	raise_fd_limit(&s->cfg);
 	info_limits_init();
 	head_watch_start();
@@ -353,12 +361,23 @@ int main(int argc, char **argv)
 	if (!d)
 		die("listen-failed", "%s", "libmicrohttpd did not start");
 	sbx_diag("info", "listening", NULL, "%s", where);
+	char metrics_where[256] = "";
+	if (s->cfg.metrics_host[0]) {
+		int mfd = listen_tcp(s->cfg.metrics_host, s->cfg.metrics_port, "SBX_METRICS_LISTEN", metrics_where,
+				     sizeof(metrics_where));
+		if (!metrics_listen_start(mfd))
+			die("listen-failed", "%s", "SBX_METRICS_LISTEN: libmicrohttpd did not start");
+		sbx_diag("info", "metrics-listening", NULL, "%s", metrics_where);
+	}
 	standby_start();
 	/* Environments set themselves up in the background; /health answers throughout. */
 	if (s->cfg.scientific_envs)
 		environments_start_setup();
 	if (ready_fd >= 0) {
-		dprintf(ready_fd, "%s\n", where);
+		if (metrics_where[0]) /* {"host","port","metrics":{"host","port"}} */
+			dprintf(ready_fd, "%.*s,\"metrics\":%s}\n", (int)strlen(where) - 1, where, metrics_where);
+		else
+			dprintf(ready_fd, "%s\n", where);
 		close(ready_fd);
 	}
 	int sig;

@@ -7,6 +7,7 @@
 #include "body.h"
 #include "environments.h"
 #include "handlers.h"
+#include "metrics_run.h"
 #include "../lib/clock.h"
 #include "collect.h"
 #include "gate.h"
@@ -159,6 +160,7 @@ static void finish(struct managed_run *m, struct child *c)
 	json_t *res = c->result;
 	const char *failure = json_string_value(json_object_get(res, "failureClass"));
 	const char *error = json_string_value(json_object_get(res, "error"));
+	metrics_execution_end(METRICS_MANAGED, &m->x, c); /* counted before the record says it ended */
 	json_t *api = res ? runner_api_result(&m->x, res) : NULL;
 	int fds[2];
 	if (api && runner_open_streams(c, fds) == 0) {
@@ -216,10 +218,12 @@ static void running(void *arg, struct child *c)
 static void *worker(void *arg)
 {
 	struct managed_run *m = arg;
+	metrics_execution_accepted(&m->x);
 	/* The place in line was taken when the execution was accepted. */
 	struct waiter *turn = gate_wait(m->place, tick, m);
 	if (!turn || m->cancel) {
 		char now[32];
+		metrics_execution_end(METRICS_MANAGED, &m->x, NULL);
 		sbx_iso_time(sbx_wall_ms(), now);
 		store_update(m->x.id, "cancelled", NULL, now, NULL, NULL, NULL, false);
 	} else {
@@ -229,6 +233,7 @@ static void *worker(void *arg)
 		struct sequence_hooks h = { .tick = tick, .started = running, .arg = m };
 		if (sequence_run(&m->x, m->run, &c, &h, &e) != 0) {
 			char now[32];
+			metrics_execution_end(METRICS_MANAGED, &m->x, NULL);
 			sbx_iso_time(sbx_wall_ms(), now);
 			store_update(m->x.id, "failed", NULL, now, NULL, e.message, NULL, false);
 		} else {

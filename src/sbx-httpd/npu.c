@@ -13,6 +13,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
 #include "../lib/stage_call.h"
+#include "metrics.h"
 
 #include <pthread.h>
 #include <jansson.h>
@@ -48,6 +49,7 @@ static int run_child(const char *prog, const char *const *args, const char *body
 		in = body_memfd(body, len);
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in, .die_with_parent = true };
 	a->out = sbx_stage_call(&s, 0, NPU_OUTPUT_CAP, &a->e);
+	metrics_stage_call(prog, a->out != NULL, &a->e);
 	if (in >= 0)
 		close(in);
 	return a->out ? 0 : -1;

@@ -9,6 +9,7 @@
 #include "reply.h"
 #include "body.h"
 #include "upload.h"
+#include "metrics.h"
 #include "../lib/hash.h"
 #include "collect.h"
 #include "ws_call.h"
@@ -188,6 +189,8 @@ static enum MHD_Result publish(struct req *r, struct upload *u)
 	json_t *out = ws_call_run(&c, &e);
 	if (!out)
 		return reply_stage_error(r, &e, u->verified);
+	metrics_add(METRICS_UPLOADS_STORED, 1);
+	metrics_add(METRICS_UPLOAD_STORED_BYTES, u->bytes);
 	if (u->verified)
 		json_object_set_new(out, "sha256", json_string(sha));
 	return reply_json(r, 201, out);

@@ -2,6 +2,7 @@
  * errors as {"error": message}, raw bytes from an fd, with the spec's
  * headers; and the request's accessors (query, header, client gone). */
 #include "reply.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -42,6 +43,7 @@ enum MHD_Result reply_json(struct req *r, unsigned status, json_t *body)
 
 enum MHD_Result reply_response(struct req *r, unsigned status, struct MHD_Response *resp, const char *type)
 {
+	metrics_response(status);
 	MHD_add_response_header(resp, "content-type", type);
 	MHD_add_response_header(resp, "cache-control", "no-store");
 	MHD_add_response_header(resp, "x-content-type-options", "nosniff");

@@ -15,6 +15,7 @@
 #include "../lib/json.h"
 #include "../lib/text.h"
 #include "info.h"
+#include "metrics_text.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -90,6 +91,8 @@ enum MHD_Result route(struct req *r)
 		return handle_health(r);
 	if (!auth_bearer(&g_server.cfg, r))
 		return reply_error(r, 401, "Unauthorized");
+	if (is(r, "GET", "/metrics")) /* sbx's extension: Prometheus text */
+		return handle_metrics(r);
 	if (is(r, "GET", "/status"))
 		return handle_status(r);
 	if (is(r, "GET", "/resources"))

@@ -4,6 +4,7 @@
 #include "runner.h"
 #include "../lib/diag.h"
 #include "standby.h"
+#include "metrics.h"
 #include "../lib/clock.h"
 #include "../lib/json.h"
 #include "json_escape.h"
@@ -63,6 +64,7 @@ void runner_sweep(void)
 	const char *argv[] = { g_server.prog.run, "sweep", "--older-than", older, "--max", SWEEP_MAX, runs, NULL };
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true };
 	json_t *answer = sbx_stage_call(&s, SWEEP_TIMEOUT_MS, 4096, &e);
+	metrics_stage_call(g_server.prog.run, answer != NULL, &e);
 	if (!answer)
 		sbx_diag("warning", "sweep-failed", NULL, "sbx-run sweep: %s", e.message);
 	json_decref(answer);
@@ -119,6 +121,14 @@ static void live_remove(pid_t pid)
 		}
 	pthread_cond_broadcast(&live.gone);
 	pthread_mutex_unlock(&live.lock);
+}
+
+size_t runner_in_flight(void)
+{
+	pthread_mutex_lock(&live.lock);
+	size_t n = live.n;
+	pthread_mutex_unlock(&live.lock);
+	return n;
 }
 
 void runner_drain(int wait_ms)
@@ -268,6 +278,7 @@ static int start_run(json_t *request, const int *fds, size_t n_fds, struct child
 		bool sent = send_request(warm.sock, text, fds, n_fds);
 		close(warm.sock);
 		if (sent) {
+			metrics_add(METRICS_RUN_STARTS_WARM, 1);
 			c->pid = warm.pid;
 			c->events_fd = warm.events_fd;
 			c->err_fd = warm.err_fd;
@@ -294,6 +305,7 @@ static int start_run(json_t *request, const int *fds, size_t n_fds, struct child
 		return -1;
 	}
 	send_request(in[1], text, NULL, 0);
+	metrics_add(METRICS_RUN_STARTS_COLD, 1);
 	free(text);
 	close(in[1]);
 	c->events_fd = out[0];
@@ -317,8 +329,10 @@ int runner_start(json_t *request, const int *fds, size_t n_fds, struct child *c,
 	int rc = start_run(request, fds, n_fds, c, e);
 	if (rc == 0 && !live_add(c->pid))
 		kill(c->pid, SIGTERM); /* the shutdown began meanwhile (or no room to track it): it stops now */
-	if (rc != 0)
+	if (rc != 0) {
 		standby_run_ends();
+		metrics_stage_call(g_server.prog.run, false, e); /* a run that did start counts at its end */
+	}
 	return rc;
 }
 
@@ -327,8 +341,10 @@ static void on_event(struct child *c, const char *line, size_t len)
 {
 	json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *name = json_string_value(json_object_get(ev, "event"));
-	if (name && !strcmp(name, "started"))
+	if (name && !strcmp(name, "started") && !c->started) {
 		c->started = true;
+		metrics_gauge_add(METRICS_SANDBOXES_ACTIVE, 1);
+	}
 	if (name && !strcmp(name, "finished")) {
 		json_decref(c->result);
 		c->result = json_incref(json_object_get(ev, "result"));
@@ -350,6 +366,15 @@ static void on_diag(struct child *c, const char *line, size_t len)
 	else if (len)
 		snprintf(c->diag, sizeof(c->diag), "%.*s", (int)(len < 1000 ? len : 1000), line);
 	json_decref(d);
+}
+
+/* The run's end in the metrics: its sandbox gone, and an sbx-run that
+ * said no result is a failed call of it. */
+static void counted_end(const struct child *c)
+{
+	if (c->started)
+		metrics_gauge_add(METRICS_SANDBOXES_ACTIVE, -1);
+	metrics_stage_call(g_server.prog.run, c->result != NULL, NULL);
 }
 
 struct lines {
@@ -417,6 +442,7 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
 			free(out.buf);
 			free(err.buf);
 			c->exit_code = c->finished_status;
+			counted_end(c);
 			if (tick)
 				tick(arg);
 			return;
@@ -430,6 +456,7 @@ void runner_wait(struct child *c, bool (*tick)(void *arg), void *arg)
 	int status = wait_marked(c->pid);
 	c->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	c->reaped = true;
+	counted_end(c);
 	if (tick)
 		tick(arg);
 }

@@ -63,6 +63,8 @@ void runner_forget(struct child *c);
  * stops its sandbox, removes its cgroups, reports "cancelled"), and this
  * waits up to wait_ms for all of them to be reaped. */
 void runner_drain(int wait_ms);
+/* sbx-run processes started and not yet let go. */
+size_t runner_in_flight(void);
 /* Removes run directories past the retention whose sbx-run is gone. */
 void runner_sweep(void);
 /* The same by its internal id and sbx-run's pid, for an answer already on
@@ -88,6 +90,8 @@ struct api_exec {
 	bool network_revision_given; /* the epoch gave it */
 	long long timeout_ms;
 	char started_at[32];         /* when it left the queue ("" until then): the result's startedAt */
+	long long queued_ms, started_ms, ended_ms; /* monotonic, for the metrics (0: not yet) */
+	int start_exit;              /* why sbx-run did not run it (enum sbx_exit), 0 when it did */
 };
 
 /* ShellExecutionResult / PythonExecutionResult from sbx-run's result,

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "body.h"
 #include "server.h"
+#include "metrics.h"
 #include "../lib/exitcodes.h"
 #include "../lib/secret_store.h"
 #include "../lib/stage_call.h"
@@ -32,6 +33,7 @@ static json_t *call(const char *const *args, const char *body, size_t len, struc
 	}
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in, .die_with_parent = true };
 	json_t *out = sbx_stage_call(&s, 0, SECRETS_OUTPUT_CAP, e);
+	metrics_stage_call(g_server.prog.secrets, out != NULL, e);
 	if (in >= 0) {
 		/* The memfd held a value: emptied before it is let go. */
 		if (ftruncate(in, 0) != 0)

@@ -3,6 +3,7 @@
  * (lease, startedAt, recheck, sbx-run, wait, lease released). */
 #include "sequence.h"
 #include "environments.h"
+#include "metrics_run.h"
 #include "request.h"
 #include "../lib/clock.h"
 
@@ -28,6 +29,7 @@ int sequence_run(struct api_exec *x, json_t *run, struct child *c, const struct 
 {
 	int lease = x->env_id[0] ? environments_lease(x->env_id) : -1;
 	sbx_iso_time(sbx_wall_ms(), x->started_at); /* the record's startedAt and the result's */
+	metrics_execution_turn(x);
 	if (h->turn)
 		h->turn(h->arg);
 	int rc = request_skills_recheck(x, e);
@@ -40,5 +42,6 @@ int sequence_run(struct api_exec *x, json_t *run, struct child *c, const struct 
 	}
 	if (lease >= 0)
 		close(lease);
+	metrics_execution_ran(x, rc == 0 ? NULL : e);
 	return rc;
 }

@@ -3,6 +3,7 @@
  * package an execution mounts opened here and verified there, on its fd. */
 #include "skills_call.h"
 #include "server.h"
+#include "metrics.h"
 #include "reply.h"
 #include "body.h"
 #include "../lib/beneath.h"
@@ -40,6 +41,7 @@ static json_t *call(const char *const *args, const char *body, size_t len, int f
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = in, .die_with_parent = true, .extra_fds = &fd,
 			       .n_extra = fd >= 0 ? 1 : 0 };
 	json_t *out = sbx_stage_call(&s, 0, SKILLS_OUTPUT_CAP, e);
+	metrics_stage_call(g_server.prog.skills, out != NULL, e);
 	if (in >= 0)
 		close(in);
 	return out;

@@ -119,6 +119,14 @@ bool standby_take(struct standby *out)
 	return got;
 }
 
+int standby_ready(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	int n = pool.n;
+	pthread_mutex_unlock(&pool.lock);
+	return n;
+}
+
 void standby_run_begins(void)
 {
 	pthread_mutex_lock(&pool.lock);

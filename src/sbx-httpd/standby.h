@@ -18,6 +18,8 @@ struct standby {
 void standby_start(void);
 /* A ready standby (false: none; start one cold). The thread refills. */
 bool standby_take(struct standby *out);
+/* Standbys ready now. */
+int standby_ready(void);
 /* A run started (warm or cold) and let go (its answer on its way): the
  * pool is topped up only between runs, or when it is empty. */
 void standby_run_begins(void);

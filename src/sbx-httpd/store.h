@@ -48,6 +48,7 @@ struct store_retention {
 struct store_collected {
 	long long records;           /* records removed with their logs and results */
 	long long logs;              /* records whose logs alone were removed */
+	long long bytes;             /* the log and result bytes both freed */
 };
 /* One bounded step (at most STORE_CHUNKS_PER_STEP chunks, one transaction):
  * 1 when it removed something and more may be due, 0 when nothing is. A

@@ -115,6 +115,7 @@ static int step(const char *id, enum victim what, struct store_collected *out)
 		store_log_bytes_add(-freed);
 		out->records += what == WHOLE;
 		out->logs += what == LOGS;
+		out->bytes += freed;
 	}
 	pthread_mutex_unlock(&g_server.db_lock);
 	return ok ? 1 : -1;

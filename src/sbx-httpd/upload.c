@@ -7,6 +7,7 @@
 #include "server.h"
 #include "reply.h"
 #include "auth.h"
+#include "metrics.h"
 #include "../lib/hash.h"
 #include "../lib/io.h"
 #include "../lib/remote_path.h"
@@ -138,6 +139,7 @@ void upload_write(struct upload *u, const char *data, size_t n)
 	}
 	sbx_sha256_update(u->sha, data, n);
 	u->bytes += n;
+	metrics_add(METRICS_UPLOAD_RECEIVED_BYTES, n);
 	start_writeback(u);
 }
 

@@ -2,6 +2,7 @@
  * first, the request's options, then "--" and the clean key and paths. */
 #include "ws_call.h"
 #include "server.h"
+#include "metrics.h"
 #include "../lib/stage_call.h"
 #include "../lib/strvec.h"
 
@@ -40,5 +41,6 @@ json_t *ws_call_run(const struct ws_call *c, struct sbx_error *e)
 		out = sbx_stage_call(&s, WS_CALL_TIMEOUT_MS, ANSWER_CAP, e);
 	}
 	sbx_strvec_free(&argv);
+	metrics_stage_call(g_server.prog.ws, out != NULL, e);
 	return out;
 }
