@@ -65,7 +65,7 @@ run_job() {
 # (ws too: sbx-httpd may run unprivileged, and sbx-ws then publishes an
 # upload by its fd under protected_hardlinks, without root's reach; skills
 # too: a stamp is trusted by its owner, the uid the store runs as).
-SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race ws httpd-remote-node httpd-race httpd-hostile skills httpd-skills secrets httpd-secrets secrets-egress"
+SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits egress-denials httpd httpd-managed httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race ws httpd-remote-node httpd-race httpd-hostile skills httpd-skills secrets httpd-secrets secrets-egress"
 stage="$out/stage"
 if [ "$(id -u)" -eq 0 ]; then
     mkdir -p "$stage"

@@ -201,7 +201,9 @@ void run_egress_watch_tick(struct run *r)
 
 /* Asks the gateway to write the counts it holds for the bridge's pid (its
  * refusals past the log's burst); waits a bounded time for the answer. As
- * root, the socket (0660, the sandbox user's) is reached with that fsuid. */
+ * root, the socket (0660, the sandbox user's) is opened by path first and
+ * reached through /proc/self/fd with the owner's fsuid, so no directory
+ * above it needs to be open to that uid. */
 static void ask_flush(const struct run_egress_watch *w)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -210,24 +212,26 @@ static void ask_flush(const struct run_egress_watch *w)
 	char request[5] = { 1 }, done = 0;
 	int32_t pid = (int32_t)w->bridge;
 	memcpy(request + 1, &pid, sizeof(pid));
-	if (strlen(w->sock) >= sizeof(sa.sun_path))
-		return;
-	memcpy(sa.sun_path, w->sock, strlen(w->sock) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	/* A blocking connect waits for room in the backlog, bounded by these. */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-	bool as_owner = geteuid() == 0 && stat(w->sock, &st) == 0 && st.st_uid != 0;
-	if (as_owner)
-		setfsuid(st.st_uid);
-	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (as_owner)
-		setfsuid(0);
-	if (rc == 0 && send(fd, request, sizeof(request), MSG_NOSIGNAL) == (ssize_t)sizeof(request))
-		(void)!recv(fd, &done, 1, 0);
-	close(fd);
+	int path = open(w->sock, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int fd = path >= 0 && fstat(path, &st) == 0 && S_ISSOCK(st.st_mode) ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)
+									     : -1;
+	if (fd >= 0) {
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", path);
+		/* A blocking connect waits for room in the backlog, bounded by these. */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+		bool as_owner = geteuid() == 0 && st.st_uid != 0;
+		if (as_owner)
+			setfsuid(st.st_uid);
+		int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		if (as_owner)
+			setfsuid(0);
+		if (rc == 0 && send(fd, request, sizeof(request), MSG_NOSIGNAL) == (ssize_t)sizeof(request))
+			(void)!recv(fd, &done, 1, 0);
+		close(fd);
+	}
+	if (path >= 0)
+		close(path);
 }
 
 void run_egress_watch_finish(struct run *r)

@@ -16,11 +16,14 @@ request() {
 }
 
 # start_run ID WS CODE: sbx-run in the background (a job: teardown ends
-# it), its events read as they come through a FIFO.
+# it), its events read as they come through a FIFO. The gateways live
+# below a directory closed to the sandbox's uid (as a data directory may
+# be): the sandbox gets its socket by fd.
 start_run() {
     local fd
+    mkdir -p -m 700 "$WORK/private"
     mkfifo "$WORK/$1.pipe"
-    sbx-run --no-snapshot --state-dir "$WORK/state" --egress-dir "$WORK/eg" --egress-idle-s 1 \
+    sbx-run --no-snapshot --state-dir "$WORK/state" --egress-dir "$WORK/private/eg" --egress-idle-s 1 \
         --egress-resolve "api.test:$PORT:127.0.0.1" - <<< "$(request "$1" "$3" "$2")" \
         > "$WORK/$1.pipe" 2> "$WORK/$1.err" &
     exec {fd}< "$WORK/$1.pipe"
@@ -106,9 +109,9 @@ EOF
     # One gateway served both; its log names each run's bridge, and the
     # refusals past the burst were summed up per pid (on sbx-run's request
     # at the end, long before the 10 s interval closed).
-    run ls "$WORK"/eg/*.sock
+    run ls "$WORK"/private/eg/*.sock
     [ "${#lines[@]}" -eq 1 ]
-    log=$(ls "$WORK"/eg/*.log)
+    log=$(ls "$WORK"/private/eg/*.log)
     run jq -s 'map(select(.decision != "allowed") | .peerPid) | unique | length' "$log"
     assert_output 2
     run jq -s 'map(select(.decision == "refusals" and .host == "a-only.test")) | length >= 1 and all(.peerPid > 0)' "$log"
