@@ -139,8 +139,8 @@ build/$(1).a: $(filter-out build/$(1)/main.o,$(patsubst src/%.c,build/%.o,$(wild
 	$$(AR) rcs $$@ $$^
 endef
 $(foreach p,sbx-run sbx-launch sbx-httpd sbx-egress sbx-npu sbx-snap sbx-ws,$(eval $(call program_archive_rule,$(p))))
-bin/test/test_output bin/test/test_run_document bin/test/test_spawn bin/test/test_seccomp_listen: TEST_ARCHIVES := build/sbx-run.a
-bin/test/test_output bin/test/test_run_document bin/test/test_spawn bin/test/test_seccomp_listen: build/sbx-run.a
+bin/test/test_output bin/test/test_run_document bin/test/test_spawn bin/test/test_seccomp_listen bin/test/test_audit_follow: TEST_ARCHIVES := build/sbx-run.a
+bin/test/test_output bin/test/test_run_document bin/test/test_spawn bin/test/test_seccomp_listen bin/test/test_audit_follow: build/sbx-run.a
 bin/test/test_launch_parts: TEST_ARCHIVES := build/sbx-launch.a
 bin/test/test_launch_parts: build/sbx-launch.a
 bin/test/test_json bin/test/test_metrics: TEST_ARCHIVES := build/sbx-httpd.a

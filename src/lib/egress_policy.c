@@ -289,11 +289,13 @@ void sbx_egress_decide(const struct sbx_egress_policy *p, const struct sbx_egres
 	memset(d, 0, sizeof(*d));
 	if (!sbx_egress_matches(p, t)) {
 		snprintf(d->reason, sizeof(d->reason), "%s:%d is not in the sandbox network allowed domains", t->host, t->port);
+		d->cause = "not-allowed";
 		return;
 	}
 	int n = resolve(t->host, t->port, found, 16, why, sizeof(why), arg);
 	if (n <= 0) {
 		snprintf(d->reason, sizeof(d->reason), "%s", n < 0 ? why : "no address");
+		d->cause = "unresolved";
 		return;
 	}
 	const char *first_refusal = NULL;
@@ -310,6 +312,7 @@ void sbx_egress_decide(const struct sbx_egress_policy *p, const struct sbx_egres
 		snprintf(d->reason, sizeof(d->reason),
 			 "%s resolves only to special-purpose addresses (%s); enable private network access to allow it",
 			 t->host, first_refusal ? first_refusal : "none");
+		d->cause = "special-address";
 		return;
 	}
 	d->allowed = true;

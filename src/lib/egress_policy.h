@@ -52,6 +52,7 @@ int sbx_egress_getaddrinfo(const char *host, int port, struct sockaddr_storage *
 
 struct sbx_egress_decision {
 	bool allowed;
+	const char *cause; /* refused: "not-allowed", "unresolved", "special-address"; allowed: NULL */
 	char reason[512];
 	struct sockaddr_storage vetted[16]; /* every address that passed, in resolver order */
 	int n_vetted;

@@ -94,6 +94,10 @@ void audit_write(struct gateway *g, const struct audit *a)
 				*a->address ? a->address : NULL, "decision", a->decision, "status", a->status, "reason",
 				sbx_json_string_lossy(a->reason), "bytesUp", (json_int_t)a->up, "bytesDown",
 				(json_int_t)a->down, "durationMs", (json_int_t)(sbx_monotonic_ms() - a->started_ms));
+	if (line && a->peer_pid > 0)
+		json_object_set_new(line, "peerPid", json_integer(a->peer_pid));
+	if (line && a->cause)
+		json_object_set_new(line, "cause", json_string(a->cause));
 	if (line && a->intercepted)
 		json_object_set_new(line, "intercepted", json_true());
 	if (line && a->secret[0])
@@ -102,7 +106,8 @@ void audit_write(struct gateway *g, const struct audit *a)
 }
 
 /* "peer uid U: N refusals of host:port (status: reason) in the last T s";
- * "N refusals, the first of host:port (...)" when they differed. */
+ * "N refusals, the first of host:port (...)" when they differed
+ * (mixedTargets); peerPid when one process made them all. */
 void audit_write_summary(struct gateway *g, const struct refusal_summary *s)
 {
 	if (g->log_fd < 0)
@@ -114,8 +119,15 @@ void audit_write_summary(struct gateway *g, const struct refusal_summary *s)
 		snprintf(target, sizeof(target), " of %.300s:%d", f->host, f->port);
 	snprintf(reason, sizeof(reason), "peer uid %u: %lld refusals%s%s (%d: %.200s) in the last %lld s",
 		 (unsigned)s->peer, s->count, s->same ? "" : ", the first", target, f->status, f->reason, s->seconds);
-	write_json(g, json_pack("{s:s,s:s,s:I,s:s,s:I,s:I,s:o,s:i,s:i,s:o}", "time", now, "revision", g->policy.revision,
-				"peer", (json_int_t)s->peer, "decision", "refusals", "count", (json_int_t)s->count,
-				"seconds", (json_int_t)s->seconds, "host", sbx_json_string_lossy(f->host), "port",
-				f->port, "status", f->status, "reason", sbx_json_string_lossy(reason)));
+	json_t *line = json_pack("{s:s,s:s,s:I,s:s,s:I,s:I,s:o,s:i,s:i,s:o}", "time", now, "revision", g->policy.revision,
+				 "peer", (json_int_t)s->peer, "decision", "refusals", "count", (json_int_t)s->count,
+				 "seconds", (json_int_t)s->seconds, "host", sbx_json_string_lossy(f->host), "port",
+				 f->port, "status", f->status, "reason", sbx_json_string_lossy(reason));
+	if (line && s->one_pid && f->peer_pid > 0)
+		json_object_set_new(line, "peerPid", json_integer(f->peer_pid));
+	if (line && s->same && f->cause)
+		json_object_set_new(line, "cause", json_string(f->cause));
+	if (line && !s->same)
+		json_object_set_new(line, "mixedTargets", json_true());
+	write_json(g, line);
 }

@@ -57,6 +57,7 @@ void conn_serve(struct conn *c, char *rbuf, char *out, bool first)
 		char why[200], reason[300];
 		memset(&a, 0, sizeof(a));
 		a.peer = ad->uid;
+		a.peer_pid = ad->pid;
 		a.started_ms = first ? ad->accepted_ms : sbx_monotonic_ms();
 		a.intercepted = c->pinned != NULL;
 		if (c->pinned)

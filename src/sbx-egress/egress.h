@@ -66,6 +66,7 @@ struct peers {
 	pthread_mutex_t lock;
 	struct peer *bucket[PEER_BUCKETS];
 	int n;
+	int tallies;                 /* (pid, target) refusal counts held by all peers */
 };
 
 struct conn;
@@ -81,6 +82,7 @@ struct gateway {
 	int peer_max_connections;    /* per peer */
 	int peer_max_heads;          /* per peer: connections still sending a request head */
 	uid_t peer_uid;              /* besides root and our own uid; -1: none */
+	uid_t control_uid;           /* besides root, who may ask for a pid's counts (control.c) */
 	gid_t peer_gid;              /* a peer whose gid this is may speak too; -1: none */
 	atomic_int active;           /* connection threads, refusing ones too */
 	atomic_int serving;          /* of them, those admitted to be served */
@@ -104,11 +106,13 @@ struct gateway {
 struct audit {
 	long long started_ms;
 	uid_t peer;
+	pid_t peer_pid;              /* SO_PEERCRED: a sandbox's bridge; 0 unknown */
 	char method[24];
 	char host[300];
 	int port;
 	char address[64];
 	const char *decision;        /* "allowed", "denied", "malformed", "failed", "busy", "timeout" */
+	const char *cause;           /* a denial's rule: "not-allowed", "unresolved", "special-address", "ip-literal" */
 	bool intercepted;            /* a request inside an intercepted TLS session */
 	char secret[64];             /* the secret a refusal is about, or "" */
 	int status;
@@ -116,11 +120,13 @@ struct audit {
 	uint64_t up, down;
 };
 
-/* A peer's refusals of one interval beyond those logged whole. */
+/* A peer's refusals of one interval beyond those logged whole: of one
+ * pid and target, or the rest past the peer's tallies. */
 struct refusal_summary {
 	uid_t peer;
 	long long count, seconds;
 	bool same;                   /* all of first's target and status */
+	bool one_pid;                /* all of first's peer_pid */
 	struct audit first;
 };
 
@@ -134,15 +140,16 @@ void audit_write_summary(struct gateway *g, const struct refusal_summary *s);
 struct admission {
 	struct peer *peer;
 	uid_t uid;
+	pid_t pid;                   /* the connecting process (SO_PEERCRED) */
 	bool refuse;                 /* answered 429 with reason, whatever it asks */
 	bool head_pending;           /* counted among its peer's pending heads until its first came */
 	long long accepted_ms;
 	char reason[200];
 };
 
-/* Admits a connection of peer uid: to be served, or refused with a 429
- * (ad->refuse); false: close it unanswered (far past every cap). */
-bool peers_admit(struct gateway *g, uid_t uid, struct admission *ad);
+/* Admits a connection of peer uid (process pid): to be served, or refused
+ * with a 429 (ad->refuse); false: close it unanswered (far past every cap). */
+bool peers_admit(struct gateway *g, uid_t uid, pid_t pid, struct admission *ad);
 /* The connection's first request head has come (or never will). */
 void peers_head_end(struct gateway *g, struct admission *ad);
 /* The connection's thread ends: what it held is released. */
@@ -152,6 +159,12 @@ void peers_refused(struct gateway *g, struct admission *ad, const struct audit *
 /* Writes the summaries of ended intervals (every one when flush) and
  * frees peers that hold nothing. The accept loop's thread only. */
 void peers_sweep(struct gateway *g, bool flush);
+/* Writes now the counts held for pid's refusals (its tallies, and the
+ * rest when all of it is pid's): the run that pid served has ended. */
+void peers_flush_pid(struct gateway *g, pid_t pid);
+/* A trusted peer's control request (the byte 0x01 came first) on uds,
+ * which it closes: control.c. */
+void control_serve(struct gateway *g, int uds, const struct admission *ad, const struct sbx_relay_limits *lim);
 
 /* A client connection being served (conn.c, serve.c). */
 #define BUF_CAP (SBX_HTTP_HEAD_MAX + 16 * 1024)

@@ -241,7 +241,8 @@ static bool is_tcp_connection(int fd)
 
 /* The first byte decides: a NUL carrying one TCP connection (SCM_RIGHTS)
  * is a bridge handing over its client, served in place of the Unix
- * connection; anything else is the first byte of an HTTP request. */
+ * connection; 0x01 a control request (control.c); anything else is the
+ * first byte of an HTTP request. */
 static void serve_connection(struct gateway *g, int uds, struct admission *ad)
 {
 	/* The marker is the start of the first head: within the head's time. */
@@ -272,6 +273,8 @@ static void serve_connection(struct gateway *g, int uds, struct admission *ad)
 		(void)setsockopt(passed[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* as upstream (relay.c) */
 		close(uds);
 		gateway_serve(g, passed[0], NULL, 0, ad);
+	} else if (n == 1 && first == '\x01' && !n_passed) {
+		control_serve(g, uds, ad, &lim);
 	} else if ((n == 1 && first != '\0') || (late && ad->refuse)) {
 		gateway_serve(g, uds, &first, n == 1 ? 1 : 0, ad); /* a refused one gets its 429 */
 	} else {
@@ -292,13 +295,14 @@ static void *connection_thread(void *arg)
 
 /* Only our own uid, root, and the --socket-owner (its uid, or its group:
  * each workspace's uid shares the sandbox gid) may speak to us. */
-static bool peer_allowed(const struct gateway *g, int fd, uid_t *uid)
+static bool peer_allowed(const struct gateway *g, int fd, uid_t *uid, pid_t *pid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
 		return false;
 	*uid = cred.uid;
+	*pid = cred.pid; /* in our pid namespace: the audit's peerPid */
 	return cred.uid == 0 || cred.uid == geteuid() || (g->peer_uid != (uid_t)-1 && cred.uid == g->peer_uid) ||
 	       (g->peer_gid != (gid_t)-1 && cred.gid == g->peer_gid);
 }
@@ -310,8 +314,9 @@ static void accept_one(struct gateway *g, int listener, pthread_attr_t *attr)
 		return;
 	/* Admitted, or refused with a 429, by its peer's caps and the gateway's. */
 	uid_t uid;
+	pid_t pid;
 	struct job *j = malloc(sizeof(*j));
-	if (!j || !peer_allowed(g, fd, &uid) || !peers_admit(g, uid, &j->ad)) {
+	if (!j || !peer_allowed(g, fd, &uid, &pid) || !peers_admit(g, uid, pid, &j->ad)) {
 		free(j);
 		close(fd);
 		return;
@@ -395,6 +400,7 @@ int gateway_main(int argc, char **argv)
 	parse_options(argc, argv, &o, &g);
 	g.peer_uid = o.owner_uid >= 0 ? (uid_t)o.owner_uid : (uid_t)-1;
 	g.peer_gid = o.owner_gid >= 0 ? (gid_t)o.owner_gid : (gid_t)-1;
+	g.control_uid = geteuid(); /* who started us: sbx-run, before any --drop-to */
 	if (sbx_run_as_resolve(o.drop_to, &who, &e) != 0) {
 		sbx_error_prefix(&e, "--drop-to");
 		sbx_die(&e);

@@ -80,12 +80,14 @@ static int decide(struct conn *c, const char *authority, int default_port, struc
 	snprintf(a->host, sizeof(a->host), "%s", status ? authority : t->host);
 	a->port = status ? 0 : t->port;
 	if (status) {
+		a->cause = status == 403 ? "ip-literal" : NULL;
 		snprintf(reason, sizeof(reason), "%.280s is %s", authority, why);
 		conn_refuse(c, a, status == 400 ? "malformed" : "denied", status, reason);
 		return -1;
 	}
 	sbx_egress_decide(&c->g->policy, t, overrides_resolve, &c->g->resolve, d);
 	if (!d->allowed) {
+		a->cause = d->cause;
 		conn_refuse(c, a, "denied", 403, d->reason);
 		return -1;
 	}

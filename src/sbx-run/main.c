@@ -149,6 +149,7 @@ static int execute(struct run *r, struct sbx_error *e)
 		return fail(r, e);
 	if (!r->no_seccomp_reports)
 		run_seccomp_open(&r->seccomp);
+	run_egress_watch_start(r);
 	if (sbx_snap_scan_at(r->req.ws.fd, &r->before, e) != 0 ||
 	    sbx_output_open(&r->out, r->exec_dir, r->req.max_output_bytes, e) != 0 ||
 	    sbx_sandbox_start(r->launch, r->req.spec, &r->held, r->worker.sandbox_end, r->seccomp.sandbox_end, &r->sb,
@@ -502,7 +503,9 @@ int main(int argc, char **argv)
 	 * before the lease goes; a job's signed manifest. */
 	if (r->job)
 		run_job_upload_reported(r);
-	/* The workload is gone: so goes the gateway that held its secrets. */
+	/* The workload is gone: its last egress refusals are read, then goes
+	 * the gateway that held its secrets. */
+	run_egress_watch_finish(r);
 	run_secrets_release(r);
 	/* Every refusal the run met, its last counts said before the result. */
 	run_limit_denials(r);

@@ -6,6 +6,7 @@
 
 #include "worker.h"
 #include "denials.h"
+#include "egress_denials.h"
 #include "seccomp_listen.h"
 #include "../lib/cgroup_limits.h"
 #include "event_sign.h"
@@ -64,6 +65,7 @@ struct run {
 	struct worker worker;
 	struct run_denials denials; /* every refusal met (denials.c) */
 	struct run_seccomp seccomp; /* the seccomp listener (seccomp_listen.c) */
+	struct run_egress_watch egress_watch; /* the gateway's refusals of this run (egress_denials.c) */
 	json_t *outputs;           /* the outputs manifest */
 	json_t *provenance;        /* sbx-launch --dry-run: argv, env, cwd, ... */
 	struct sbx_snap_scan before, after;

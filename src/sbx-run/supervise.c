@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { P_OUT, P_ERR, P_IN, P_INFO, P_EXIT, P_SIGNAL, P_CHANNEL, P_DENIALS, P_NOTIFY, P_COUNT };
+enum { P_OUT, P_ERR, P_IN, P_INFO, P_EXIT, P_SIGNAL, P_CHANNEL, P_DENIALS, P_NOTIFY, P_EGRESS, P_COUNT };
 
 enum sbx_quota_state run_quota_check(struct run *r, bool during)
 {
@@ -107,8 +107,9 @@ int run_supervise(struct run *r, struct sbx_error *e)
 	while (!exited || r->sb.out >= 0 || r->sb.err >= 0) {
 		struct pollfd p[P_COUNT];
 		int fds[P_COUNT] = { r->sb.out, r->sb.err, r->sb.in, r->sb.info, exited ? -1 : r->sb.pidfd, r->signal_fd,
-				     r->worker.fd, r->seccomp.sock, r->seccomp.listener };
-		short ev[P_COUNT] = { POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN, POLLIN, POLLIN, POLLIN, POLLIN };
+				     r->worker.fd, r->seccomp.sock, r->seccomp.listener,
+				     exited ? -1 : run_egress_watch_fd(r) };
+		short ev[P_COUNT] = { POLLIN, POLLIN, POLLOUT, POLLIN, POLLIN, POLLIN, POLLIN, POLLIN, POLLIN, POLLIN };
 		for (int i = 0; i < P_COUNT; i++)
 			p[i] = (struct pollfd){ .fd = fds[i], .events = ev[i] };
 		long long now = sbx_mono_ms(), wake = exited ? now + 1000 : next_quota;
@@ -137,6 +138,8 @@ int run_supervise(struct run *r, struct sbx_error *e)
 			run_seccomp_receive(r);
 		if (p[P_NOTIFY].revents)
 			run_seccomp_answer(r);
+		if (p[P_EGRESS].revents)
+			run_egress_watch_tick(r);
 		run_denials_flush(r, false);
 		if (p[P_CHANNEL].revents && worker_read(r) != WORKER_OK && !grace_end) {
 			/* A violation or a hard cap: no grace for a hostile worker. */

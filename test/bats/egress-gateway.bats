@@ -29,7 +29,7 @@ print(r.status, r.read().decode().splitlines()[1])'
     run jq -sc 'map(select(.decision == "allowed" and .host == "api.test" and .address == "127.0.0.1")) | length' "$LOG"
     [ "$output" -eq 4 ]
     run jq -sc '.[0] | keys' "$LOG"
-    assert_output '["address","bytesDown","bytesUp","decision","durationMs","host","method","peer","port","reason","revision","status","time"]'
+    assert_output '["address","bytesDown","bytesUp","decision","durationMs","host","method","peer","peerPid","port","reason","revision","status","time"]'
 }
 
 @test "loopback without allowPrivateNetwork, an unlisted name and an IP literal are 403 with the reason" {

@@ -137,6 +137,9 @@ EOF
     # Each refusal is an event of the run, naming the secret.
     [ "$(grep -c '"event":"secret-refused"' <<< "$events")" -eq 5 ]
     grep '"event":"secret-refused"' <<< "$events" | head -n 1 | jq -e '.secret == "hf" and .status == 403'
+    # And one egress denial of that host (the run's own gateway), counted.
+    jq -e --arg w "other.test:$PORT_b" '.denials | map(select(.kind == "egress")) |
+        length == 1 and .[0].what == $w and .[0].count == 5 and .[0].secret == "hf"' <<< "$result"
 }
 
 @test "a host without a bound secret is tunnelled as before: the client meets the server's own certificate" {
