@@ -36,6 +36,7 @@ static const struct sbx_json_field spec_fields[] = {
 	{ "scratch", SBX_JSON_STRING, false, true },
 	{ "skills", SBX_JSON_OBJECT, false, true },
 	{ "readOnlyPaths", SBX_JSON_ARRAY, false, true },
+	{ "workspaceOverlay", SBX_JSON_STRING, false, true },
 };
 static const struct sbx_json_field skills_fields[] = {
 	{ "root", SBX_JSON_STRING, true, false },
@@ -250,6 +251,8 @@ static int parse_skills(const json_t *skills, struct sbx_launch_spec *s, struct 
 	if (host_dir(json_string_value(json_object_get(skills, "root")), "skills.root", &s->skills_root, e) != 0 ||
 	    sbx_host_dir_beneath(&s->workspace, ext, "skills.extensions", &s->skills_ext, e) != 0)
 		return -1;
+	if (!(s->skills_ext_rel = strdup(ext)))
+		return bad(e, "out-of-memory", "skills.extensions", "no memory");
 	return 0;
 }
 
@@ -265,7 +268,7 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 
 	memset(s, 0, sizeof(*s));
 	s->workspace = s->ro_parent = s->cwd_dir = s->env_prefix = SBX_HOST_DIR_NONE;
-	s->scratch = s->skills_root = s->skills_ext = SBX_HOST_DIR_NONE;
+	s->scratch = s->skills_root = s->skills_ext = s->overlay = SBX_HOST_DIR_NONE;
 	sbx_strvec_init(&s->argv);
 	sbx_strvec_init(&s->env_keys);
 	sbx_strvec_init(&s->env_values);
@@ -301,6 +304,12 @@ int sbx_launch_spec_parse(const json_t *doc, struct sbx_launch_spec *s, struct s
 		s->profile = SBX_SECCOMP_NPU;
 	if ((v = present(doc, "scratch")) && host_dir(json_string_value(v), "scratch", &s->scratch, e) != 0)
 		return -1;
+	if ((v = present(doc, "workspaceOverlay"))) {
+		if (s->workspace.fd < 0)
+			return bad(e, "bad-field", "workspaceOverlay", "needs a workspace");
+		if (host_dir(json_string_value(v), "workspaceOverlay", &s->overlay, e) != 0)
+			return -1;
+	}
 	if (parse_skills(present(doc, "skills"), s, e) != 0 ||
 	    sbx_launch_read_only_paths(present(doc, "readOnlyPaths"), "readOnlyPaths", &s->read_only, e) != 0)
 		return -1;
@@ -348,10 +357,12 @@ void sbx_launch_spec_free(struct sbx_launch_spec *s)
 	sbx_host_dir_close(&s->scratch);
 	sbx_host_dir_close(&s->skills_root);
 	sbx_host_dir_close(&s->skills_ext);
+	free(s->skills_ext_rel);
+	sbx_host_dir_close(&s->overlay);
 	free(s->egress_socket);
 	free(s->egress_ca);
 	sbx_launch_devices_free(&s->devices);
 	memset(s, 0, sizeof(*s));
 	s->workspace = s->ro_parent = s->cwd_dir = s->env_prefix = SBX_HOST_DIR_NONE;
-	s->scratch = s->skills_root = s->skills_ext = SBX_HOST_DIR_NONE;
+	s->scratch = s->skills_root = s->skills_ext = s->overlay = SBX_HOST_DIR_NONE;
 }

@@ -39,6 +39,11 @@ struct sbx_launch_spec {
 	struct sbx_host_dir scratch;     /* bound at /scratch */
 	struct sbx_host_dir skills_root; /* a skill package, read-only at /skills */
 	struct sbx_host_dir skills_ext;  /* its extensions, below the workspace fd, at /skill-extensions */
+	char *skills_ext_rel;            /* their workspace-relative path */
+	/* workspaceOverlay: a directory holding upper/ and work/ (and merged/,
+	 * a mount point when not root); the workload then sees the workspace
+	 * through an overlay whose changes land in upper/ (sbx-launch(1)). */
+	struct sbx_host_dir overlay;
 	char *egress_socket;     /* domain-allowlist: the gateway's socket, or NULL */
 	char *egress_ca;         /* network.caCertificate: the gateway's per-run CA, or NULL */
 	struct sbx_launch_devices devices; /* accelerators (sbx-npu's fragment) */

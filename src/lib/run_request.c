@@ -38,6 +38,7 @@ static const struct sbx_json_field request_fields[] = {
 	{ "limits", SBX_JSON_OBJECT, false, true },
 	{ "caps", SBX_JSON_OBJECT, false, true },
 	{ "requireTerminalMessage", SBX_JSON_BOOL, false, true },
+	{ "speculative", SBX_JSON_ANY, false, true },
 };
 static const struct sbx_json_field cap_fields[] = {
 	{ "frameBytes", SBX_JSON_INTEGER, false, true },
@@ -267,6 +268,32 @@ static int parse_devices(const json_t *doc, struct sbx_run_request *r, struct sb
 	return 0;
 }
 
+/* speculative: true, or {keepSeconds}: the run sees the workspace through
+ * an overlay, and its changes wait as a pending change (sbx-run(1)
+ * SPECULATIVE RUNS) for that long. */
+static int parse_speculative(const json_t *v, struct sbx_run_request *r, struct sbx_error *e)
+{
+	static const struct sbx_json_field fields[] = {
+		{ "keepSeconds", SBX_JSON_INTEGER, false, true },
+	};
+	r->speculative_keep_s = SBX_SPECULATIVE_KEEP_DEFAULT_S;
+	if (!v || json_is_null(v) || json_is_false(v))
+		return 0;
+	if (!json_is_true(v) && !json_is_object(v))
+		return bad(e, "speculative", "must be true, false or {\"keepSeconds\": N}");
+	if (json_is_object(v)) {
+		if (sbx_json_validate(v, fields, COUNT(fields), "speculative", e) != 0)
+			return -1;
+		const json_t *keep = json_object_get(v, "keepSeconds");
+		if (json_is_integer(keep))
+			r->speculative_keep_s = json_integer_value(keep);
+		if (r->speculative_keep_s < 1 || r->speculative_keep_s > SBX_SPECULATIVE_KEEP_MAX_S)
+			return bad(e, "speculative.keepSeconds", "must be from 1 to 604800 (7 days)");
+	}
+	r->speculative = true;
+	return 0;
+}
+
 /* Defaults: documented in sbx-run(1). */
 static int parse_caps(const json_t *caps, struct sbx_worker_caps *c, struct sbx_error *e)
 {
@@ -374,7 +401,8 @@ int sbx_run_request_parse(json_t *doc, struct sbx_run_request *r, struct sbx_err
 	if (parse_devices(json_object_get(doc, "devices"), r, e) != 0)
 		return -1;
 	r->require_terminal = json_is_true(json_object_get(doc, "requireTerminalMessage"));
-	if (parse_caps(json_object_get(doc, "caps"), &r->caps, e) != 0)
+	if (parse_caps(json_object_get(doc, "caps"), &r->caps, e) != 0 ||
+	    parse_speculative(json_object_get(doc, "speculative"), r, e) != 0)
 		return -1;
 	return build_spec(r, e);
 }

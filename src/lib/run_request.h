@@ -13,6 +13,8 @@
 #define SBX_OUTPUT_DEFAULT_BYTES (1ull << 30) /* maxOutputBytes default: 1 GiB */
 #define SBX_CODE_MAX_BYTES (16u << 20)
 #define SBX_RUN_MAX_SECRETS 32
+#define SBX_SPECULATIVE_KEEP_DEFAULT_S 3600 /* a pending change waits an hour for its commit */
+#define SBX_SPECULATIVE_KEEP_MAX_S 604800
 
 /* The bounds every run has unless its limits say 0 (sbx-run(1)). */
 #define SBX_MEMORY_DEFAULT_BYTES (8ll << 30)
@@ -53,6 +55,8 @@ struct sbx_run_request {
 	struct sbx_run_limits limits;
 	struct sbx_worker_caps caps;
 	bool require_terminal;      /* requireTerminalMessage: a worker that ends without result/error violated it */
+	bool speculative;           /* speculative: the run's changes wait in an overlay's upper layer */
+	long long speculative_keep_s; /* how long the pending change stays addressable */
 	json_t *doc;                /* the request */
 	json_t *spec;               /* the launch spec built from it */
 	json_t *egress_policy;      /* network with allowedDomains: sbx-run starts its gateway */

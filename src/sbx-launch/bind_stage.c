@@ -63,10 +63,10 @@ static int attach(int clone, size_t slot, struct sbx_error *e)
 int sbx_bind_stage(struct sbx_launch_plan *plan, struct sbx_error *e)
 {
 	int clones[SBX_BIND_FD_MAX];
-	int rc = -1;
+	int rc = -1, overlay = -1;
 	size_t n = 0;
 
-	if (plan->n_bind == 0)
+	if (plan->n_bind == 0 && plan->overlay_dir < 0)
 		return 0;
 	/* A /run/sbx-launch that is not root's directory is tampering: said,
 	 * never silently worked around. */
@@ -85,6 +85,14 @@ int sbx_bind_stage(struct sbx_launch_plan *plan, struct sbx_error *e)
 			fail(e, "open_tree");
 			goto out;
 		}
+	}
+	/* The overlay's directory too (upper/ and work/ must be mounts of this
+	 * namespace for overlayfs to take them). */
+	if (plan->overlay_dir >= 0 &&
+	    (overlay = open_tree(plan->overlay_dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) < 0) {
+		rc = errno == EPERM || errno == ENOSYS ? 1 : -1;
+		fail(e, "open_tree of the overlay directory");
+		goto out;
 	}
 	if (unshare(CLONE_NEWNS) != 0) {
 		fail(e, "unshare(CLONE_NEWNS)");
@@ -105,8 +113,18 @@ int sbx_bind_stage(struct sbx_launch_plan *plan, struct sbx_error *e)
 			goto out;
 		plan->bind_src[i] = staged; /* held until exec; the original stays the spec's */
 	}
+	if (overlay >= 0) {
+		if (mkdir(SBX_BIND_STAGE_DIR "/overlay", 0700) != 0 ||
+		    move_mount(overlay, "", AT_FDCWD, SBX_BIND_STAGE_DIR "/overlay", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+			fail(e, "the overlay directory's mount");
+			goto out;
+		}
+		plan->overlay_dir = -1; /* staged: found by its name from here on */
+	}
 	rc = 0;
 out:
+	if (overlay >= 0)
+		close(overlay);
 	for (size_t i = 0; i < n; i++)
 		if (clones[i] >= 0)
 			close(clones[i]);

@@ -21,6 +21,7 @@
 #include "../lib/atomic_file.h"
 #include "bind_stage.h"
 #include "launch_caps.h"
+#include "overlay.h"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -354,11 +355,23 @@ int main(int argc, char **argv)
 	if (who.switch_user && !o.dry_run) {
 		(void)sbx_sys_admin_effective(true);
 		stage = sbx_bind_stage(&plan, &e);
+		/* A speculative launch's overlay, in the staging's namespace. */
+		if (stage == 0 && sbx_overlay_mount(&plan, &spec, true, &e) != 0)
+			stage = -1;
+		else if (stage == 1 && spec.overlay.fd >= 0) {
+			sbx_error_set(&e, SBX_EXIT_NO_SANDBOX, "overlay-refused",
+				      "speculative: the workspace's overlay needs the bind staging, which failed: %.800s", e.message);
+			sbx_error_remedy(&e, "Give sbx-launch CAP_SYS_ADMIN and a writable /run, or run without \"speculative\".");
+			stage = -1;
+		}
 	}
 	sbx_sys_admin_drop();
 	if (stage < 0)
 		sbx_die(&e);
 	staged = stage == 0;
+	/* Not root: the overlay in a user namespace of this launch's own. */
+	if (!who.switch_user && !o.dry_run && sbx_overlay_mount(&plan, &spec, false, &e) != 0)
+		sbx_die(&e);
 
 	/* 3. Become the workload's user; everything after runs as it. */
 	/* A credential change clears the parent-death signal a supervisor set

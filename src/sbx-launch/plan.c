@@ -130,6 +130,8 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	struct sbx_strvec *a = &p->argv;
 
 	memset(p, 0, sizeof(*p));
+	p->ws_slot = p->ext_slot = -1;
+	p->overlay_dir = s->overlay.fd;
 	p->file_size_limit = s->file_size_limit;
 	p->max_processes = s->max_processes;
 	p->max_open_files = s->max_open_files;
@@ -209,8 +211,10 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	/* The workspace, under its read-only parent when there is one. */
 	if (s->ro_parent.fd >= 0)
 		binds |= bind_fd(p, "--ro-bind-fd", &s->ro_parent, s->parent_mount);
-	if (s->workspace.fd >= 0)
+	if (s->workspace.fd >= 0) {
+		p->ws_slot = (int)p->n_bind;
 		binds |= bind_fd(p, "--bind-fd", &s->workspace, s->ws_mount);
+	}
 	/* The worker's scratch: checkpoints, media and outputs. */
 	if (s->scratch.fd >= 0)
 		binds |= bind_fd(p, "--bind-fd", &s->scratch, "/scratch");
@@ -218,6 +222,7 @@ int sbx_launch_plan_build(const struct sbx_launch_spec *s, const struct sbx_sand
 	/* Skills: the package read-only, the workspace's extensions writable. */
 	if (s->skills_root.fd >= 0) {
 		binds |= bind_fd(p, "--ro-bind-fd", &s->skills_root, "/skills");
+		p->ext_slot = (int)p->n_bind;
 		binds |= bind_fd(p, "--bind-fd", &s->skills_ext, "/skill-extensions");
 	}
 

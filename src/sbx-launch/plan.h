@@ -30,6 +30,8 @@ struct sbx_launch_plan {
 	const char *bind_name[SBX_BIND_FD_MAX]; /* its host name, for the record */
 	bool bind_data[SBX_BIND_FD_MAX];        /* content bwrap reads, not an object it mounts */
 	size_t n_bind;
+	int ws_slot, ext_slot;         /* the workspace's and the skill extensions' slots, -1: none */
+	int overlay_dir;               /* workspaceOverlay's directory (overlay.h), -1: none */
 	long long file_size_limit;     /* RLIMIT_FSIZE for the sandbox, -1: none */
 	long long max_processes;       /* RLIMIT_NPROC, 0: none (set only for a dedicated uid) */
 	long long max_open_files;      /* RLIMIT_NOFILE, 0: none */

@@ -131,6 +131,8 @@ static int execute(struct run *r, struct sbx_error *e)
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded", "%s", r->quota_why);
 		return fail(r, e);
 	}
+	if (r->spec.dir >= 0)
+		run_speculative_measure(r);
 	/* No single file may outgrow what is left of the quota by more than a
 	 * byte (the quota charges a file at least its size, so crossing it
 	 * still reads as crossing it): one fallocate cannot overshoot it
@@ -170,7 +172,11 @@ static int execute(struct run *r, struct sbx_error *e)
 	/* No set-uid file outlives the run, whatever ended it (the sandbox is
 	 * gone: nothing of this run can race the walk). */
 	struct sbx_error setid_error;
-	long cleared = sbx_workspace_clear_setid(r->req.ws.fd, r->req.workspace, &r->too_deep_removed, &setid_error);
+	/* A speculative run's workspace is as it was: its changes are checked. */
+	long cleared = r->spec.dir >= 0 ? sbx_workspace_clear_setid(r->spec.upper, "speculative changes", &r->too_deep_removed,
+								     &setid_error)
+					: sbx_workspace_clear_setid(r->req.ws.fd, r->req.workspace, &r->too_deep_removed,
+								     &setid_error);
 	if (r->too_deep_removed > 0)
 		r->too_deep = true;
 	r->setid_cleared = cleared > 0 ? cleared : 0;
@@ -329,6 +335,8 @@ int main(int argc, char **argv)
 		return run_verify_command(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "sweep"))
 		return run_sweep_command(argc - 1, argv + 1);
+	if (argc > 1 && (!strcmp(argv[1], "commit") || !strcmp(argv[1], "discard")))
+		return run_commit_command(argc - 1, argv + 1, !strcmp(argv[1], "commit"));
 	if (argc > 1 && !strcmp(argv[1], "cancel")) {
 		if (argc != 3)
 			sbx_cli_usage_error("sbx-run", "cancel takes one EXECUTION-DIR");
@@ -344,6 +352,7 @@ int main(int argc, char **argv)
 	r->egress_lock_fd = -1;
 	r->seccomp.sock = r->seccomp.sandbox_end = r->seccomp.listener = -1;
 	r->workload_uid = -1;
+	r->spec.dir = r->spec.upper = -1;
 	r->held.pid = r->held.sock = -1;
 	r->egress_idle_s = 300;
 	run_store_defaults(r);
@@ -493,10 +502,13 @@ int main(int argc, char **argv)
 	if (sbx_run_as_resolve(NULL, &who, &e) != 0 || run_workload_identity(r, &who, &workload, &e) != 0 ||
 	    worker_open(r, workload.uid, workload.gid, who.switch_user, &e) != 0 || run_egress_acquire(r, &who, &e) != 0)
 		fail(r, &e);
+	else if (r->req.speculative && run_speculative_prepare(r, workload.uid, workload.gid, who.switch_user, &e) != 0)
+		fail(r, &e);
 	else if (run_record_spec(r, &e) != 0 || (r->job && run_job_manifest_start(r, &e) != 0))
 		fail(r, &e);
 	else
 		execute(r, &e);
+	run_speculative_finish(r);
 
 	/* 4. A job's reported media and checkpoints go up (its outputs went
 	 * as they were collected); the result, durable (unless --transient)
@@ -553,6 +565,7 @@ int main(int argc, char **argv)
 	if (r->job && !r->keep_scratch)
 		sbx_remove_tree(r->exec_dir); /* the job's results are in the store now */
 	run_job_free(r);
+	run_speculative_close(&r->spec);
 	run_collect_store(r);
 	return status;
 }

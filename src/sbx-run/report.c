@@ -116,6 +116,8 @@ json_t *run_result(struct run *r)
 	json_object_set_new(res, "setIdBitsCleared", json_integer(r->setid_cleared));
 	json_object_set_new(res, "workspaceUid", r->workload_uid >= 0 ? json_integer(r->workload_uid) : json_null());
 	json_object_set_new(res, "tooDeepDirectoriesRemoved", json_integer(r->too_deep_removed));
+	if (r->req.speculative) /* its pending change (sbx-run(1) SPECULATIVE RUNS) */
+		json_object_set_new(res, "speculative", r->spec.report ? json_incref(r->spec.report) : json_null());
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		json_object_set_new(res, "supervisorMaxRssKiB", json_integer(ru.ru_maxrss));

@@ -17,6 +17,7 @@
 #include "../lib/run_request.h"
 #include "../lib/run_as.h"
 #include "sandbox.h"
+#include "speculative.h"
 #include "../lib/snap_scan.h"
 #include "../lib/snap_store.h"
 
@@ -85,6 +86,7 @@ struct run {
 	json_t *snapshot;          /* the sbx-snap receipt, or null */
 	char error[1024];          /* the failure's message, "" when none */
 	struct run_job *job;       /* job mode (--bootstrap, MAPI_BOOTSTRAP_URL), else NULL */
+	struct run_speculative spec; /* a speculative run's overlay and pending change (speculative.c) */
 	/* The 4-byte and 1-byte members last, together (no padding between). */
 	unsigned keep_versions;   /* --keep-versions: the store's retention */
 	int egress_idle_s;          /* a gateway nobody uses exits after this */
@@ -150,6 +152,8 @@ int run_cancel_command(const char *dir);
 int run_verify_command(int argc, char **argv);
 /* sweep.c: `sbx-run sweep STATE-DIR [--older-than S] [--max N]`. */
 int run_sweep_command(int argc, char **argv);
+/* commit.c: `sbx-run commit [--force] EXECUTION-DIR`, `sbx-run discard EXECUTION-DIR`. */
+int run_commit_command(int argc, char **argv, bool commit);
 
 /* standby.c: fds 3 .. 3 + STANDBY_FDS - 1 are placeholders while a
  * standby waits; the request's directories take their places. */

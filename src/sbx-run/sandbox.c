@@ -36,7 +36,7 @@ static json_t *spec_for_child(const json_t *spec, int first, int *fds, size_t *n
 {
 	static const char *const fields[][2] = { { "workspace", NULL }, { "readOnlyWorkspace", NULL },
 						 { "scratch", NULL }, { "environment", "prefix" },
-						 { "skills", "root" } };
+						 { "skills", "root" }, { "workspaceOverlay", NULL } };
 	json_t *copy = json_deep_copy(spec);
 	*n = 0;
 	for (size_t i = 0; copy && i < sizeof(fields) / sizeof(fields[0]); i++) {

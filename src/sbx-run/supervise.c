@@ -21,8 +21,10 @@ enum { P_OUT, P_ERR, P_IN, P_INFO, P_EXIT, P_SIGNAL, P_CHANNEL, P_DENIALS, P_NOT
 
 enum sbx_quota_state run_quota_check(struct run *r, bool during)
 {
-	enum sbx_quota_state q = sbx_quota_check_at(r->req.ws.fd, r->req.max_workspace_bytes,
-						    r->req.max_workspace_files, &r->quota_bytes);
+	enum sbx_quota_state q = during && r->spec.dir >= 0
+					 ? run_speculative_quota(r, &r->quota_bytes)
+					 : sbx_quota_check_at(r->req.ws.fd, r->req.max_workspace_bytes,
+							      r->req.max_workspace_files, &r->quota_bytes);
 	sbx_quota_breach(q, during, r->req.max_workspace_bytes, r->req.max_workspace_files, r->quota_why,
 			 sizeof(r->quota_why));
 	if (q != SBX_QUOTA_FITS)

@@ -9,7 +9,8 @@ void run_usage(FILE *out)
 	fprintf(out,
 		"Usage: sbx-run [--state-dir DIR] [--snapshot-store DIR | --no-snapshot] [--grace-ms N] [REQUEST|-]\n"
 		"       sbx-run cancel EXECUTION-DIR\n"
-		"       sbx-run sweep [--older-than SECONDS] [--max N] STATE-DIR\n"
+		"       sbx-run sweep [--older-than SECONDS] [--max N] [--pending-only] [--now-s S] STATE-DIR\n"
+		"       sbx-run commit [--force] EXECUTION-DIR | sbx-run discard EXECUTION-DIR\n"
 		"\n"
 		"Runs one execution request (JSON, see sbx-formats(5)) and prints events as JSON lines:\n"
 		"queued, started, finished (with the result, also in <state>/<id>/result.json).\n"
@@ -50,6 +51,15 @@ void run_usage(FILE *out)
 		"  --secrets-dir DIR   the sbx-secrets store of secretRefs (default <data dir>/secrets)\n"
 		"  --no-seccomp-reports  refused syscalls are not reported as denials (the whole filter\n"
 		"                        stays in bwrap: no round trip, no count)\n"
+		"\n"
+		"\n"
+		"A speculative run (\"speculative\": true) leaves a pending change (see SPECULATIVE RUNS):\n"
+		"  commit EXECUTION-DIR  apply it to the workspace under its lease; refused (exit 3,\n"
+		"                        workspace-changed) when the workspace changed since the run began\n"
+		"  --force               commit: apply it over what changed\n"
+		"  discard EXECUTION-DIR throw it away\n"
+		"  sweep --pending-only  collect only expired pending changes, remove no directory\n"
+		"  sweep --now-s S       judge ages and expiries as at S (seconds since the epoch)\n"
 		"\n"
 		"       sbx-run verify --key-file KEY [EVENTS|-]   checks a signed event stream\n");
 	sbx_cli_print_exit_codes(out);

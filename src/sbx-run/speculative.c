@@ -1,0 +1,171 @@
+/* speculative.c — the overlay's directories, its quota and its pending
+ * change, around one speculative run. */
+#include "run.h"
+#include "change_set.h"
+#include "pending.h"
+#include "../lib/atomic_file.h"
+#include "../lib/clock.h"
+#include "../lib/exitcodes.h"
+#include "../lib/quota.h"
+#include "../lib/tree_remove.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int made(int dir, const char *name, mode_t mode, struct sbx_error *e)
+{
+	if (mkdirat(dir, name, mode) != 0 && errno != EEXIST) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "speculative-failed", PENDING_DIR "/%s: %s", name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int run_speculative_prepare(struct run *r, uid_t uid, gid_t gid, bool as_root, struct sbx_error *e)
+{
+	struct run_speculative *s = &r->spec;
+	struct stat ws;
+	int exec = open(r->exec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	snprintf(s->xattrs, sizeof(s->xattrs), "%s", as_root ? "trusted" : "user");
+	if (exec < 0 || fstat(r->req.ws.fd, &ws) != 0 || made(exec, PENDING_DIR, 0700, e) != 0 ||
+	    (s->dir = openat(exec, PENDING_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		if (exec >= 0)
+			close(exec);
+		if (!e->code[0] || strcmp(e->code, "speculative-failed"))
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "speculative-failed", PENDING_DIR ": %s", strerror(errno));
+		return -1;
+	}
+	close(exec);
+	/* upper/ is the merged view's root: the workload's, as the workspace
+	 * root is; work/ and merged/ are the overlay's and the mount's. */
+	if (made(s->dir, "upper", 0700, e) != 0 || made(s->dir, "work", 0700, e) != 0 ||
+	    made(s->dir, "merged", 0700, e) != 0)
+		return -1;
+	if ((s->upper = openat(s->dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (as_root && fchown(s->upper, uid, gid) != 0) || fchmod(s->upper, ws.st_mode & 0777) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "speculative-failed", PENDING_DIR "/upper: %s", strerror(errno));
+		return -1;
+	}
+	char ref[32];
+	snprintf(ref, sizeof(ref), "fd:%d", s->dir);
+	json_object_set_new(r->req.spec, "workspaceOverlay", json_string(ref));
+	/* What the workspace holds now counts under the quota with the run's
+	 * writes (taken again under the lease, before the launch). */
+	return 0;
+}
+
+enum sbx_quota_state run_speculative_quota(struct run *r, uint64_t *bytes)
+{
+	struct run_speculative *s = &r->spec;
+	uint64_t max_bytes = r->req.max_workspace_bytes, max_files = r->req.max_workspace_files;
+	/* The room the workspace left; at least one byte and one name, so a
+	 * full workspace still refuses the first write rather than none. */
+	uint64_t room_bytes = !max_bytes ? 0 : max_bytes > s->lower_bytes ? max_bytes - s->lower_bytes : 1;
+	uint64_t room_files = !max_files ? 0 : max_files > s->lower_names ? max_files - s->lower_names : 1;
+	enum sbx_quota_state q = sbx_quota_check_at(s->upper, room_bytes, room_files, bytes);
+	*bytes += s->lower_bytes;
+	return q;
+}
+
+/* The workspace's usage when the run began (called under the lease). */
+void run_speculative_measure(struct run *r)
+{
+	struct sbx_usage u;
+	struct sbx_error e;
+	if (sbx_quota_usage_capped_at(r->req.ws.fd, r->req.max_workspace_bytes, r->req.max_workspace_files, &u, &e) == 0) {
+		r->spec.lower_bytes = u.charged_bytes;
+		r->spec.lower_names = u.entries;
+		sbx_usage_free(&u);
+	}
+}
+
+/* The change goes: a run that failed, or whose changes could not be read. */
+static void drop(struct run *r, const char *why)
+{
+	struct run_speculative *s = &r->spec;
+	sbx_remove_tree_at(s->dir, "upper");
+	sbx_remove_tree_at(s->dir, "work");
+	json_decref(s->report);
+	s->report = json_pack("{s:s,s:s,s:s}", "id", r->req.execution_id, "state", "discarded", "reason", why);
+}
+
+static json_t *head(json_t *list, size_t n)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; i < n && i < json_array_size(list); i++)
+		json_array_append(out, json_array_get(list, i));
+	return out;
+}
+
+void run_speculative_finish(struct run *r)
+{
+	struct run_speculative *s = &r->spec;
+	struct sbx_error e;
+	if (s->dir < 0)
+		return;
+	if (!r->ran || r->exit_code) {
+		drop(r, r->ran ? "the run ended with a failure class: nothing of it is kept" : "the workload never ran");
+		return;
+	}
+	json_t *set = change_set_read(s->upper, s->xattrs, &r->before, r->req.ws.fd, &e);
+	struct stat ws;
+	int exec = open(r->exec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char *text = set ? json_dumps(set, JSON_COMPACT) : NULL;
+	if (!set || exec < 0 || fstat(r->req.ws.fd, &ws) != 0 ||
+	    (text && sbx_atomic_write_at(exec, "changes.json", text, strlen(text), 0600, &e) != 0) || !text) {
+		if (set && !text)
+			sbx_error_set(&e, SBX_EXIT_INTERNAL, "out-of-memory", "the change set: out of memory");
+		else if (set && exec < 0)
+			sbx_error_set(&e, SBX_EXIT_INTERNAL, "speculative-failed", "%s: %s", r->exec_dir, strerror(errno));
+		drop(r, e.message);
+		r->exit_code = e.exit_code ? e.exit_code : SBX_EXIT_INTERNAL;
+		snprintf(r->error, sizeof(r->error), "%s", e.message);
+		json_decref(set);
+		free(text);
+		if (exec >= 0)
+			close(exec);
+		return;
+	}
+	free(text);
+	char fingerprint[72], at[SBX_ISO_TIME_SIZE], expires[SBX_ISO_TIME_SIZE], changes[PATH_MAX + 300];
+	long long now = sbx_wall_ms(), until = now + r->req.speculative_keep_s * 1000;
+	pending_fingerprint(&r->before, fingerprint);
+	sbx_iso_time(now, at);
+	sbx_iso_time(until, expires);
+	snprintf(changes, sizeof(changes), "%s/changes.json", r->exec_dir);
+	json_t *record = json_pack("{s:i,s:s,s:s,s:I,s:I,s:s,s:s,s:s,s:s,s:I,s:s,s:O,s:O}", "version", 1,
+				   "executionId", r->req.execution_id, "workspace", r->req.workspace, "workspaceDev",
+				   (json_int_t)ws.st_dev, "workspaceIno", (json_int_t)ws.st_ino, "fingerprint", fingerprint,
+				   "xattrs", s->xattrs, "createdAt", at, "expiresAt", expires, "expiresAtMs",
+				   (json_int_t)until, "state", "pending", "counts", json_object_get(set, "counts"), "bytes",
+				   json_object_get(set, "bytes"));
+	if (pending_write(exec, record, &e) != 0) {
+		drop(r, e.message);
+	} else {
+		json_t *list = json_object_get(set, "changes");
+		s->report = json_pack("{s:s,s:s,s:s,s:O,s:O,s:o,s:b,s:o,s:s}", "id", r->req.execution_id, "state", "pending",
+				      "expiresAt", expires, "counts", json_object_get(set, "counts"), "bytes",
+				      json_object_get(set, "bytes"), "changes", head(list, SPECULATIVE_RESULT_CHANGES),
+				      "changesTruncated", json_array_size(list) > SPECULATIVE_RESULT_CHANGES, "skipped",
+				      head(json_object_get(set, "skipped"), 1000), "changesFile", changes);
+	}
+	json_decref(record);
+	json_decref(set);
+	close(exec);
+}
+
+void run_speculative_close(struct run_speculative *s)
+{
+	if (s->upper >= 0)
+		close(s->upper);
+	if (s->dir >= 0)
+		close(s->dir);
+	json_decref(s->report);
+	s->upper = s->dir = -1;
+	s->report = NULL;
+}
