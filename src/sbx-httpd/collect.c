@@ -10,6 +10,7 @@
 #include "../lib/diag.h"
 #include "../lib/clock.h"
 #include "store.h"
+#include "speculative.h"
 #include "../lib/diag.h"
 
 #include <pthread.h>
@@ -155,6 +156,7 @@ static void *run(void *arg)
 		long long now = sbx_mono_ms();
 		if (exec_due <= now) {
 			exec_due = executions_pass();
+			speculative_sweep(); /* expired pending changes */
 		}
 		if (snap_due <= now) {
 			snap_due = snapshots_pass(&snap_rest);

@@ -378,6 +378,14 @@ static int build(json_t *doc, bool shell, const char *workspace, int ws_fd, stru
 	json_t *run = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "language", lang, "code", code, "workspace", ws_ref,
 				"timeoutMs", (json_int_t)timeout, "maxOutputBytes", (json_int_t)max_out,
 				"maxWorkspaceBytes", (json_int_t)max_ws, "maxWorkspaceFiles", (json_int_t)max_files);
+	/* sbx's extension: a speculative run (sbx-run checks keepSeconds). */
+	json_t *speculative = json_object_get(doc, "speculative");
+	if (speculative && !json_is_null(speculative) && !json_is_boolean(speculative) && !json_is_object(speculative)) {
+		json_decref(run);
+		return fail(e, "%s", "speculative: must be true, false or {\"keepSeconds\": N}");
+	}
+	if (json_is_true(speculative) || json_is_object(speculative))
+		json_object_set(run, "speculative", speculative);
 	if (prefix[0]) {
 		/* The prefix sbx-env resolved, opened once here and handed on. */
 		int env_fd = open(prefix, O_PATH | O_DIRECTORY | O_CLOEXEC);

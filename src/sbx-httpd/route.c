@@ -11,6 +11,7 @@
 #include "server.h"
 #include "secrets_call.h"
 #include "skills_call.h"
+#include "speculative.h"
 #include "../lib/secret_store.h"
 #include "../lib/json.h"
 #include "../lib/text.h"
@@ -111,6 +112,9 @@ enum MHD_Result route(struct req *r)
 	ROUTE_ID(get, "/shell-executions/", "/logs", handle_managed_logs(r, id));
 	ROUTE_ID(get, "/shell-executions/", "/events", handle_managed_events(r, id)); /* sbx's extension (sse.c) */
 	ROUTE_ID(post, "/shell-executions/", "/cancel", handle_managed_cancel(r, id));
+	/* sbx's extension: a speculative execution's pending change (speculative.c). */
+	ROUTE_ID(post, "/shell-executions/", "/commit", handle_speculative(r, id, true));
+	ROUTE_ID(post, "/shell-executions/", "/discard", handle_speculative(r, id, false));
 	ROUTE_ID(get, "/shell-executions/", "", handle_managed_get(r, id));
 
 	if (is(r, "GET", "/environments"))

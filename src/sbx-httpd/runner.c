@@ -14,6 +14,7 @@
 #include "../lib/path.h"
 #include "../lib/beneath.h"
 #include "server.h"
+#include "speculative.h"
 
 #include <pthread.h>
 #include <limits.h>
@@ -183,10 +184,12 @@ void runner_let_go(const char *internal_id, pid_t pid, bool reaped)
 		reap(pid);
 	if (!g_server.cfg.run_retention_s && internal_id[0]) {
 		int dir = runs_dir();
-		if (dir >= 0) {
+		/* A pending change (a speculative run's) keeps its directory
+		 * until it is committed, discarded or expired. */
+		if (dir >= 0 && !speculative_pending(dir, internal_id))
 			sbx_remove_tree_at(dir, internal_id);
+		if (dir >= 0)
 			close(dir);
-		}
 	}
 	live_remove(pid);
 	standby_run_ends();
@@ -500,6 +503,12 @@ json_t *runner_api_result(const struct api_exec *x, json_t *res)
 		json_object_set(out, "limits", json_object_get(res, "limits"));
 	if (json_is_array(json_object_get(res, "denials"))) /* every refusal the run met (sbx-run(1) DENIALS) */
 		json_object_set(out, "denials", json_object_get(res, "denials"));
+	if (json_is_object(json_object_get(res, "speculative"))) { /* its pending change (sbx-httpd(8)) */
+		json_t *pending = json_deep_copy(json_object_get(res, "speculative"));
+		json_object_del(pending, "changesFile"); /* a host path */
+		json_object_set_new(out, "speculative", pending);
+		speculative_ended();
+	}
 	if (!out) {
 		json_decref(ref);
 		return NULL;

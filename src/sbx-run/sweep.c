@@ -91,13 +91,13 @@ int run_sweep_command(int argc, char **argv)
 		if (dir >= 0)
 			close(dir);
 		if (errno == ENOENT) { /* nothing ran here yet */
-			return sbx_json_answer(json_pack("{s:i,s:i,s:i,s:i}", "removed", 0, "kept", 0, "failed", 0,
-							 "pendingExpired", 0));
+			return sbx_json_answer(json_pack("{s:i,s:i,s:i,s:i,s:i}", "removed", 0, "kept", 0, "failed", 0,
+							 "pendingExpired", 0, "pendingWaiting", 0));
 		}
 		sbx_error_set(&e, SBX_EXIT_USAGE, "bad-path", "%s: %s", state, strerror(errno));
 		sbx_die(&e);
 	}
-	long long removed = 0, kept = 0, failed = 0, expired_n = 0;
+	long long removed = 0, kept = 0, failed = 0, expired_n = 0, waiting = 0;
 	for (struct dirent *de; removed < max && (de = readdir(d));) {
 		struct stat st;
 		if (!run_dir_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
@@ -112,6 +112,7 @@ int run_sweep_command(int argc, char **argv)
 		}
 		bool waits = pending_keeps(state, de->d_name, now * 1000, &expired);
 		expired_n += expired;
+		waiting += waits;
 		if (waits || pending_only || now - st.st_mtim.tv_sec < older_than) {
 			kept++;
 			continue;
@@ -122,6 +123,6 @@ int run_sweep_command(int argc, char **argv)
 			failed++;
 	}
 	closedir(d);
-	return sbx_json_answer(json_pack("{s:I,s:I,s:I,s:I}", "removed", removed, "kept", kept, "failed", failed,
-					 "pendingExpired", expired_n));
+	return sbx_json_answer(json_pack("{s:I,s:I,s:I,s:I,s:I}", "removed", removed, "kept", kept, "failed", failed,
+					 "pendingExpired", expired_n, "pendingWaiting", waiting));
 }
