@@ -114,7 +114,8 @@ int sbx_bind_stage(struct sbx_launch_plan *plan, struct sbx_error *e)
 		plan->bind_src[i] = staged; /* held until exec; the original stays the spec's */
 	}
 	if (overlay >= 0) {
-		if (mkdir(SBX_BIND_STAGE_DIR "/overlay", 0700) != 0 ||
+		/* overlay/ the workload's layers, merged/ where their overlay goes. */
+		if (mkdir(SBX_BIND_STAGE_DIR "/overlay", 0755) != 0 || mkdir(SBX_BIND_STAGE_DIR "/merged", 0755) != 0 ||
 		    move_mount(overlay, "", AT_FDCWD, SBX_BIND_STAGE_DIR "/overlay", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
 			fail(e, "the overlay directory's mount");
 			goto out;

@@ -355,10 +355,8 @@ int main(int argc, char **argv)
 	if (who.switch_user && !o.dry_run) {
 		(void)sbx_sys_admin_effective(true);
 		stage = sbx_bind_stage(&plan, &e);
-		/* A speculative launch's overlay, in the staging's namespace. */
-		if (stage == 0 && sbx_overlay_mount(&plan, &spec, true, &e) != 0)
-			stage = -1;
-		else if (stage == 1 && spec.overlay.fd >= 0) {
+		/* A speculative launch's layers are reached through the staging. */
+		if (stage == 1 && spec.overlay.fd >= 0) {
 			sbx_error_set(&e, SBX_EXIT_NO_SANDBOX, "overlay-refused",
 				      "speculative: the workspace's overlay needs the bind staging, which failed: %.800s", e.message);
 			sbx_error_remedy(&e, "Give sbx-launch CAP_SYS_ADMIN and a writable /run, or run without \"speculative\".");
@@ -369,9 +367,6 @@ int main(int argc, char **argv)
 	if (stage < 0)
 		sbx_die(&e);
 	staged = stage == 0;
-	/* Not root: the overlay in a user namespace of this launch's own. */
-	if (!who.switch_user && !o.dry_run && sbx_overlay_mount(&plan, &spec, false, &e) != 0)
-		sbx_die(&e);
 
 	/* 3. Become the workload's user; everything after runs as it. */
 	/* A credential change clears the parent-death signal a supervisor set
@@ -381,6 +376,10 @@ int main(int argc, char **argv)
 	pid_t parent = getppid();
 	prctl(PR_GET_PDEATHSIG, &pdeath);
 	if (sbx_run_as_switch(&who, &e) != 0)
+		sbx_die(&e);
+	/* A speculative launch: the overlay, mounted as the workload's uid in
+	 * a user namespace of its own (overlay.h). */
+	if (!o.dry_run && sbx_overlay_mount(&plan, &spec, staged, &e) != 0)
 		sbx_die(&e);
 	if (pdeath && (prctl(PR_SET_PDEATHSIG, pdeath) != 0 || getppid() != parent))
 		_exit(SBX_EXIT_INTERNAL); /* the parent is already gone */

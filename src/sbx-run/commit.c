@@ -86,9 +86,10 @@ static int commit(const char *exec_dir, int dir, json_t *doc, bool force, struct
 				    "{\"force\": true}) to apply it over what changed, or discard it.");
 		goto out;
 	}
-	int upper = openat(dir, PENDING_DIR "/upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int upper = openat(dir, PENDING_DIR "/" PENDING_LAYER "/upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (upper < 0) {
-		sbx_error_set(e, SBX_EXIT_INTEGRITY, "upper-missing", "commit: " PENDING_DIR "/upper: %s", strerror(errno));
+		sbx_error_set(e, SBX_EXIT_INTEGRITY, "upper-missing", "commit: " PENDING_DIR "/" PENDING_LAYER "/upper: %s",
+			      strerror(errno));
 		goto out;
 	}
 	struct apply_counts n;

@@ -352,7 +352,7 @@ int main(int argc, char **argv)
 	r->egress_lock_fd = -1;
 	r->seccomp.sock = r->seccomp.sandbox_end = r->seccomp.listener = -1;
 	r->workload_uid = -1;
-	r->spec.dir = r->spec.upper = -1;
+	r->spec.dir = r->spec.layer = r->spec.upper = -1;
 	r->held.pid = r->held.sock = -1;
 	r->egress_idle_s = 300;
 	run_store_defaults(r);

@@ -1,7 +1,7 @@
 /* pending.h — a speculative run's pending change in its execution
  * directory: pending.json (the workspace's identity and fingerprint when
  * the run began, the overlay's xattr namespace, the expiry, the state)
- * and speculative/ (upper/, work/) beside it. One holder at a time: an
+ * and speculative/layer/ (upper/, work/) beside it. One holder at a time: an
  * flock on the execution directory (commit, discard, sweep). */
 #ifndef SBX_RUN_PENDING_H
 #define SBX_RUN_PENDING_H
@@ -14,6 +14,7 @@
 
 #define PENDING_FILE "pending.json"
 #define PENDING_DIR "speculative"
+#define PENDING_LAYER "layer"   /* in PENDING_DIR: upper/, work/, merged/ */
 #define PENDING_RECORD_MAX (64u << 10)
 
 /* "sha256:<hex>" over every entry of the scan (path, type, size, mtime,

@@ -30,32 +30,48 @@ int run_speculative_prepare(struct run *r, uid_t uid, gid_t gid, bool as_root, s
 {
 	struct run_speculative *s = &r->spec;
 	struct stat ws;
+	/* speculative/ is ours (the workload cannot reach its layers by a
+	 * host path); layer/ and all in it are the workload's: it mounts the
+	 * overlay itself, in a user namespace of its own (sbx-launch(1)). */
 	int exec = open(r->exec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	snprintf(s->xattrs, sizeof(s->xattrs), "%s", as_root ? "trusted" : "user");
+	e->code[0] = '\0';
+	snprintf(s->xattrs, sizeof(s->xattrs), "user");
 	if (exec < 0 || fstat(r->req.ws.fd, &ws) != 0 || made(exec, PENDING_DIR, 0700, e) != 0 ||
-	    (s->dir = openat(exec, PENDING_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	    (s->dir = openat(exec, PENDING_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    made(s->dir, PENDING_LAYER, 0700, e) != 0 ||
+	    (s->layer = openat(s->dir, PENDING_LAYER, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		if (exec >= 0)
 			close(exec);
-		if (!e->code[0] || strcmp(e->code, "speculative-failed"))
+		if (strcmp(e->code, "speculative-failed"))
 			sbx_error_set(e, SBX_EXIT_INTERNAL, "speculative-failed", PENDING_DIR ": %s", strerror(errno));
 		return -1;
 	}
 	close(exec);
-	/* upper/ is the merged view's root: the workload's, as the workspace
-	 * root is; work/ and merged/ are the overlay's and the mount's. */
-	if (made(s->dir, "upper", 0700, e) != 0 || made(s->dir, "work", 0700, e) != 0 ||
-	    made(s->dir, "merged", 0700, e) != 0)
-		return -1;
-	if ((s->upper = openat(s->dir, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    (as_root && fchown(s->upper, uid, gid) != 0) || fchmod(s->upper, ws.st_mode & 0777) != 0) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "speculative-failed", PENDING_DIR "/upper: %s", strerror(errno));
+	static const char *const names[] = { "upper", "work", "merged" };
+	for (size_t i = 0; i < 3; i++) {
+		int fd = made(s->layer, names[i], 0700, e) == 0
+				 ? openat(s->layer, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+				 : -1;
+		/* upper/ is the merged view's root: the workspace root's mode. */
+		if (fd < 0 || (as_root && fchown(fd, uid, gid) != 0) || (i == 0 && fchmod(fd, ws.st_mode & 0777) != 0)) {
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "speculative-failed", PENDING_DIR "/%s/%s: %s", PENDING_LAYER,
+				      names[i], strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		if (i == 0)
+			s->upper = fd;
+		else
+			close(fd);
+	}
+	if (as_root && fchown(s->layer, uid, gid) != 0) {
+		sbx_error_set(e, SBX_EXIT_INTERNAL, "speculative-failed", PENDING_DIR "/%s: %s", PENDING_LAYER, strerror(errno));
 		return -1;
 	}
 	char ref[32];
-	snprintf(ref, sizeof(ref), "fd:%d", s->dir);
+	snprintf(ref, sizeof(ref), "fd:%d", s->layer);
 	json_object_set_new(r->req.spec, "workspaceOverlay", json_string(ref));
-	/* What the workspace holds now counts under the quota with the run's
-	 * writes (taken again under the lease, before the launch). */
 	return 0;
 }
 
@@ -88,8 +104,7 @@ void run_speculative_measure(struct run *r)
 static void drop(struct run *r, const char *why)
 {
 	struct run_speculative *s = &r->spec;
-	sbx_remove_tree_at(s->dir, "upper");
-	sbx_remove_tree_at(s->dir, "work");
+	sbx_remove_tree_at(s->dir, PENDING_LAYER);
 	json_decref(s->report);
 	s->report = json_pack("{s:s,s:s,s:s}", "id", r->req.execution_id, "state", "discarded", "reason", why);
 }
@@ -161,11 +176,12 @@ void run_speculative_finish(struct run *r)
 
 void run_speculative_close(struct run_speculative *s)
 {
-	if (s->upper >= 0)
-		close(s->upper);
-	if (s->dir >= 0)
-		close(s->dir);
+	int *fds[] = { &s->upper, &s->layer, &s->dir };
+	for (size_t i = 0; i < 3; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
 	json_decref(s->report);
-	s->upper = s->dir = -1;
 	s->report = NULL;
 }

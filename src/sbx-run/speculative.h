@@ -17,15 +17,17 @@
 struct run;
 
 struct run_speculative {
-	int dir;              /* <exec>/speculative: upper/, work/, merged/ (-1: not speculative) */
-	int upper;            /* its upper/ */
+	int dir;              /* <exec>/speculative (-1: not speculative) */
+	int layer;            /* its layer/: upper/, work/, merged/, the workload's */
+	int upper;            /* layer/upper */
 	char xattrs[8];       /* the overlay's marks: "trusted" (as root) or "user" */
 	uint64_t lower_bytes, lower_names; /* the workspace's usage when the run began */
 	json_t *report;       /* the result's "speculative" */
 };
 
-/* Makes speculative/ with upper/ (uid:gid, the workspace root's mode),
- * work/ and merged/, and names it in the spec (workspaceOverlay). */
+/* Makes speculative/layer/ with upper/ (the workspace root's mode), work/
+ * and merged/, all uid:gid's, and names layer/ in the spec
+ * (workspaceOverlay). */
 int run_speculative_prepare(struct run *r, uid_t uid, gid_t gid, bool as_root, struct sbx_error *e);
 /* The workspace's usage when the run began (under the lease). */
 void run_speculative_measure(struct run *r);
