@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void pending_fingerprint(const struct sbx_snap_scan *s, char out[72])
@@ -88,9 +89,30 @@ int pending_write(int dirfd, json_t *doc, struct sbx_error *e)
 	return rc;
 }
 
+int pending_remove_layer(int speculative_dir)
+{
+	struct stat st;
+	int work = openat(speculative_dir, PENDING_LAYER "/work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (work >= 0 && fstatat(work, "work", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		if (fchmodat(work, "work", 0700, 0) != 0)
+			errno = 0; /* the removal below says why it failed */
+	if (work >= 0)
+		close(work);
+	return sbx_remove_tree_at(speculative_dir, PENDING_LAYER) != 0 && errno != ENOENT ? -1 : 0;
+}
+
 int pending_close(int dirfd, json_t *doc, const char *state, struct sbx_error *e)
 {
 	char at[SBX_ISO_TIME_SIZE];
+	int spec = openat(dirfd, PENDING_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (spec >= 0) {
+		if (pending_remove_layer(spec) != 0) {
+			sbx_error_set(e, SBX_EXIT_INTERNAL, "remove-failed", PENDING_DIR "/" PENDING_LAYER ": %s", strerror(errno));
+			close(spec);
+			return -1;
+		}
+		close(spec);
+	}
 	if (sbx_remove_tree_at(dirfd, PENDING_DIR) != 0 && errno != ENOENT) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "remove-failed", PENDING_DIR ": %s", strerror(errno));
 		return -1;

@@ -31,6 +31,10 @@ int pending_lock(const char *exec_dir, bool wait, struct sbx_error *e);
 json_t *pending_read(int dirfd, struct sbx_error *e);
 int pending_write(int dirfd, json_t *doc, struct sbx_error *e);
 
+/* speculative/'s layer/ removed (overlayfs leaves layer/work/work mode
+ * 000: made searchable again first). 0, or -1 with errno. */
+int pending_remove_layer(int speculative_dir);
+
 /* The change goes (speculative/ removed) and the record says state
  * ("committed", "discarded", "expired") and when. */
 int pending_close(int dirfd, json_t *doc, const char *state, struct sbx_error *e);

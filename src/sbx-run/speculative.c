@@ -104,7 +104,7 @@ void run_speculative_measure(struct run *r)
 static void drop(struct run *r, const char *why)
 {
 	struct run_speculative *s = &r->spec;
-	sbx_remove_tree_at(s->dir, PENDING_LAYER);
+	pending_remove_layer(s->dir);
 	json_decref(s->report);
 	s->report = json_pack("{s:s,s:s,s:s}", "id", r->req.execution_id, "state", "discarded", "reason", why);
 }
