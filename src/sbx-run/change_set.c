@@ -227,7 +227,7 @@ static int by_change_path(const void *a, const void *b)
 {
 	const char *pa = json_string_value(json_object_get(*(json_t *const *)a, "path"));
 	const char *pb = json_string_value(json_object_get(*(json_t *const *)b, "path"));
-	return strcmp(pa, pb);
+	return strcmp(pa ? pa : "", pb ? pb : "");
 }
 
 /* Sorted by path, each path once (a deletion a whiteout and an opaque
@@ -237,7 +237,7 @@ static json_t *sorted(json_t *changes)
 	size_t n = json_array_size(changes);
 	json_t **v = n ? malloc(n * sizeof(*v)) : NULL;
 	json_t *out = json_array();
-	if (n && !v)
+	if (!v)
 		return out;
 	for (size_t i = 0; i < n; i++)
 		v[i] = json_array_get(changes, i);

@@ -48,6 +48,16 @@ static int on_error(struct sbx_walk *w, const struct sbx_walk_entry *x, enum sbx
 	return SBX_WALK_STOP;
 }
 
+/* A mark the overlay is mounted without (userxattr: no redirects, no
+ * metadata-only copies): upper/ does not hold that change whole. */
+static int refused_mark(struct walk_ctx *c, const char *path, const char *code, const char *what)
+{
+	sbx_error_set(c->e, SBX_EXIT_INTEGRITY, code,
+		      "the speculative run's changes: %.600s: %s (the overlay is mounted without them)", path, what);
+	c->failed = 1;
+	return SBX_WALK_STOP;
+}
+
 static int on_entry(struct sbx_walk *w, const struct sbx_walk_entry *x)
 {
 	struct walk_ctx *c = w->ctx;
@@ -63,20 +73,12 @@ static int on_entry(struct sbx_walk *w, const struct sbx_walk_entry *x)
 	if (S_ISDIR(st->st_mode)) {
 		u.kind = UPPER_DIR;
 		u.opaque = mark(-1, NULL, x->fd, c->ns, "opaque") == 1;
-		if (mark(-1, NULL, x->fd, c->ns, "redirect") == 1) {
-			sbx_error_set(c->e, SBX_EXIT_INTEGRITY, "overlay-redirect",
-				      "the speculative run's changes: %.600s: a redirected directory (the overlay is mounted without redirects)", path);
-			c->failed = 1;
-			return SBX_WALK_STOP;
-		}
+		if (mark(-1, NULL, x->fd, c->ns, "redirect") == 1)
+			return refused_mark(c, path, "overlay-redirect", "a redirected directory");
 	} else if (S_ISREG(st->st_mode)) {
 		u.kind = UPPER_FILE;
-		if (mark(x->parent, x->name, -1, c->ns, "metacopy") == 1) {
-			sbx_error_set(c->e, SBX_EXIT_INTEGRITY, "overlay-metacopy",
-				      "the speculative run's changes: %.600s: a metadata-only copy (the overlay is mounted without them)", path);
-			c->failed = 1;
-			return SBX_WALK_STOP;
-		}
+		if (mark(x->parent, x->name, -1, c->ns, "metacopy") == 1)
+			return refused_mark(c, path, "overlay-metacopy", "a metadata-only copy");
 	} else if (S_ISLNK(st->st_mode)) {
 		u.kind = UPPER_SYMLINK;
 	} else if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 && minor(st->st_rdev) == 0) {
