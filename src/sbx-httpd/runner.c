@@ -68,6 +68,7 @@ void runner_sweep(void)
 	metrics_stage_call(g_server.prog.run, answer != NULL, &e);
 	if (!answer)
 		sbx_diag("warning", "sweep-failed", NULL, "sbx-run sweep: %s", e.message);
+	speculative_swept(answer); /* what an earlier server left pending */
 	json_decref(answer);
 }
 

@@ -108,11 +108,17 @@ enum MHD_Result handle_speculative(struct req *r, const char *id, bool commit)
 	return reply_json(r, 200, out);
 }
 
-static atomic_bool maybe_waiting = true; /* what an earlier server left, at first */
+static atomic_bool maybe_waiting; /* a speculative run ended, or a sweep found changes waiting */
 
 void speculative_ended(void)
 {
 	atomic_store(&maybe_waiting, true);
+}
+
+void speculative_swept(const json_t *answer)
+{
+	if (json_integer_value(json_object_get(answer, "pendingWaiting")) > 0)
+		atomic_store(&maybe_waiting, true);
 }
 
 void speculative_sweep(void)

@@ -7,6 +7,7 @@
 
 #include "reply.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 
 /* id: a managed execution's id (its owner in the query, as for its other
@@ -21,9 +22,11 @@ enum MHD_Result handle_speculative(struct req *r, const char *id, bool commit);
 bool speculative_pending(int runs_dir, const char *internal_id);
 
 /* Expired pending changes collected (`sbx-run sweep --pending-only`),
- * while some may wait: from the start, and again once a speculative
- * execution has ended (speculative_ended). */
+ * while some may wait: once a speculative execution has ended
+ * (speculative_ended), or a sweep found some (speculative_swept). */
 void speculative_sweep(void);
 void speculative_ended(void);
+/* Any sweep's answer: changes still waiting are swept again later. */
+void speculative_swept(const json_t *answer);
 
 #endif
