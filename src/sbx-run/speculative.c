@@ -33,6 +33,11 @@ int run_speculative_prepare(struct run *r, uid_t uid, gid_t gid, bool as_root, s
 	/* speculative/ is ours (the workload cannot reach its layers by a
 	 * host path); layer/ and all in it are the workload's: it mounts the
 	 * overlay itself, in a user namespace of its own (sbx-launch(1)). */
+	if (r->job) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-request",
+			      "speculative: not in job mode (the execution directory goes when the job ends)");
+		return -1;
+	}
 	int exec = open(r->exec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	e->code[0] = '\0';
 	snprintf(s->xattrs, sizeof(s->xattrs), "user");
