@@ -26,6 +26,8 @@ spec_sh() {
 # in_sandbox SCRIPT [EXTRA-JSON]: runs SCRIPT in a sandbox (output in $output).
 in_sandbox() {
     run --separate-stderr sbx-launch - <<<"$(spec_sh "$@")"
+    # A failure says why (bats shows $output, not $stderr).
+    [ "$status" -eq 0 ] || echo "# sbx-launch exited $status: $stderr" >&3
 }
 
 # The uid a sandbox started by this user runs as.
