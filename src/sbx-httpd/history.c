@@ -13,8 +13,7 @@
 #include "../lib/datadir.h"
 #include "../lib/json.h"
 #include "../lib/remote_path.h"
-#include "../lib/stage_call.h"
-#include "../lib/strvec.h"
+#include "../lib/snap_call.h"
 #include "../lib/tree_remove.h"
 #include "../lib/uuid.h"
 
@@ -29,8 +28,6 @@
 
 #define FORKS_MAX 64
 #define VERSION_MAX 100
-#define SNAP_TIMEOUT_MS (15 * 60 * 1000) /* a fork at the byte cap, by copies */
-#define ANSWER_CAP (256u << 20)
 
 /* One request's parameters, from the query (GET) or the body (POST). */
 struct ask {
@@ -151,40 +148,10 @@ static enum MHD_Result by_key(struct req *r, const char *what, const struct ask 
 static json_t *snap_run(const char *const *args, const int *fds, size_t n_fds, struct sbx_error *e)
 {
 	const struct config *cfg = &g_server.cfg;
-	char store[PATH_MAX + 32], runs[PATH_MAX + 32], max[24], fd_arg[FORKS_MAX][8];
-	struct sbx_strvec argv;
+	char store[PATH_MAX + 32], runs[PATH_MAX + 32];
 	sbx_data_path(cfg->data_dir, SBX_DATA_VERSIONING, NULL, store, sizeof(store));
 	sbx_data_path(cfg->data_dir, SBX_DATA_RUNNER_EXECUTIONS, "runs", runs, sizeof(runs));
-	snprintf(max, sizeof(max), "%lld", cfg->max_workspace_bytes);
-	sbx_strvec_init(&argv);
-	sbx_strvec_push(&argv, g_server.prog.snap);
-	for (size_t i = 0; args[i]; i++)
-		sbx_strvec_push(&argv, args[i]);
-	const char *common[] = { "--store", store, "--workspace-fd", "3", NULL };
-	for (size_t i = 0; common[i]; i++)
-		sbx_strvec_push(&argv, common[i]);
-	if (strcmp(args[0], "versions") != 0) {
-		sbx_strvec_push(&argv, "--state-dir");
-		sbx_strvec_push(&argv, runs);
-	}
-	if (!strcmp(args[0], "fork")) {
-		sbx_strvec_push(&argv, "--max-bytes");
-		sbx_strvec_push(&argv, max);
-	}
-	for (size_t i = 1; i < n_fds; i++) {
-		snprintf(fd_arg[i - 1], sizeof(fd_arg[i - 1]), "%zu", i + 3);
-		sbx_strvec_push(&argv, "--into-fd");
-		sbx_strvec_push(&argv, fd_arg[i - 1]);
-	}
-	json_t *out = NULL;
-	if (argv.failed) {
-		sbx_error_set(e, 5, "internal", "out of memory");
-	} else {
-		struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
-				       .new_process_group = true, .extra_fds = fds, .n_extra = n_fds };
-		out = sbx_stage_call(&s, SNAP_TIMEOUT_MS, ANSWER_CAP, e);
-	}
-	sbx_strvec_free(&argv);
+	json_t *out = sbx_snap_call(g_server.prog.snap, store, runs, args, fds, n_fds, e);
 	metrics_stage_call(g_server.prog.snap, out != NULL, e);
 	return out;
 }
@@ -229,7 +196,9 @@ static enum MHD_Result fork_root(struct req *r, const struct ask *a, int ws, con
 	}
 	json_t *out = NULL;
 	if (made == total) {
-		const char *args[] = { "fork", a->version, NULL };
+		char max[24];
+		snprintf(max, sizeof(max), "%lld", g_server.cfg.max_workspace_bytes);
+		const char *args[] = { "fork", a->version, "--max-bytes", max, NULL };
 		out = snap_run(args, fds, (size_t)total + 1, &e);
 	}
 	for (int i = 0; i < made; i++) {

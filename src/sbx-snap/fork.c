@@ -31,7 +31,7 @@ struct forks {
 	bool uids;
 };
 
-static bool empty_dir(int fd)
+bool snap_dir_empty(int fd)
 {
 	int listfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
@@ -65,7 +65,7 @@ static int open_targets(const struct args *a, struct forks *f, struct sbx_error 
 			fd = openat(a->into_fd[i], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		}
 		f->t[i].fd = fd;
-		if (fd < 0 || !empty_dir(fd)) {
+		if (fd < 0 || !snap_dir_empty(fd)) {
 			sbx_error_set(e, SBX_EXIT_USAGE, fd < 0 ? "bad-path" : "not-empty", "fork target %zu: %s", i + 1,
 				      fd < 0 ? strerror(errno) : "not an empty directory");
 			return -1;

@@ -9,26 +9,12 @@
 #include "../lib/snap_history.h"
 #include "../lib/tree_remove.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static bool dir_is_empty(int fd)
-{
-	int listfd = dup(fd);
-	DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
-	bool empty = d != NULL;
-	for (struct dirent *de; d && (de = readdir(d));)
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	if (d)
-		closedir(d);
-	return empty;
-}
 
 int snap_restore_into(const char *store, const char *digest, const char *dir, struct sbx_error *e)
 {
@@ -45,7 +31,7 @@ int snap_restore_into(const char *store, const char *digest, const char *dir, st
 	struct materialized done;
 	if (rootfd < 0)
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.300s: %s", dir, strerror(errno));
-	else if (!dir_is_empty(rootfd))
+	else if (!snap_dir_empty(rootfd))
 		sbx_error_set(e, SBX_EXIT_USAGE, "not-empty", "%.300s: restore needs an absent or empty directory", dir);
 	else {
 		struct target t = { .fd = rootfd };

@@ -82,7 +82,9 @@ json_t *snap_diff(const struct args *a, const char *from, const char *to, struct
 json_t *snap_text_diff(const char *store, const char *path, const char *from, uint64_t from_size,
 		       const char *to, uint64_t to_size, size_t *budget, const char **reason);
 
-/* fork.c: N new workspaces from one version. */
+/* fork.c: N new workspaces from one version; whether a directory (any
+ * fd of it, O_PATH too) holds nothing. */
 json_t *snap_fork(const struct args *a, const char *version, struct sbx_error *e);
+bool snap_dir_empty(int fd);
 
 #endif

@@ -7,8 +7,7 @@
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
 #include "../lib/program_path.h"
-#include "../lib/stage_call.h"
-#include "../lib/strvec.h"
+#include "../lib/snap_call.h"
 #include "../lib/tree_remove.h"
 #include "../lib/uuid.h"
 
@@ -21,67 +20,35 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SNAP_TIMEOUT_MS (15 * 60 * 1000) /* a fork of a workspace at its cap, by copies */
-#define SNAP_ANSWER_CAP (256u << 20)     /* a diff's JSON */
-
-/* sbx-snap CMD ... --store <data>/versioning --workspace-fd 3 [--into-fd
- * 4...] with the runs' lease directory; its answer or NULL with e. */
+/* sbx-snap on the key's fd (and a fork's targets'), with the store and
+ * the runs' lease directory of this data dir. */
 static json_t *snap_call(const struct ws_opts *o, const char *const *args, const int *fds, size_t n_fds,
 			 struct sbx_error *e)
 {
-	char snap[PATH_MAX], store[PATH_MAX + 32], runs[PATH_MAX + 32], fd_arg[FORK_KEYS_MAX][12], wait[24];
-	struct sbx_strvec argv;
+	char snap[PATH_MAX], store[PATH_MAX + 32], runs[PATH_MAX + 32];
 	if (sbx_sibling_program("sbx-snap", snap, sizeof(snap)) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "no-snap", "sbx-snap not found next to sbx-ws or on PATH");
 		return NULL;
 	}
 	sbx_data_path(o->data, SBX_DATA_VERSIONING, NULL, store, sizeof(store));
 	sbx_data_path(o->data, SBX_DATA_RUNNER_EXECUTIONS, "runs", runs, sizeof(runs));
-	snprintf(wait, sizeof(wait), "%lld", o->lease_wait_ms);
-	sbx_strvec_init(&argv);
-	sbx_strvec_push(&argv, snap);
-	for (size_t i = 0; args[i]; i++)
-		sbx_strvec_push(&argv, args[i]);
-	sbx_strvec_push(&argv, "--store");
-	sbx_strvec_push(&argv, store);
-	sbx_strvec_push(&argv, "--workspace-fd");
-	sbx_strvec_push(&argv, "3");
-	if (strcmp(args[0], "versions") != 0) {
-		sbx_strvec_push(&argv, "--state-dir");
-		sbx_strvec_push(&argv, runs);
-		sbx_strvec_push(&argv, "--lease-wait-ms");
-		sbx_strvec_push(&argv, wait);
-	}
-	for (size_t i = 1; i < n_fds; i++) {
-		snprintf(fd_arg[i - 1], sizeof(fd_arg[i - 1]), "%zu", i + 3);
-		sbx_strvec_push(&argv, "--into-fd");
-		sbx_strvec_push(&argv, fd_arg[i - 1]);
-	}
-	json_t *out = NULL;
 	/* The uid registry sbx-snap allots forks' uids from is this data dir's. */
 	setenv("SBX_DATA_DIR", o->data, 1);
-	if (argv.failed) {
-		sbx_error_set(e, SBX_EXIT_INTERNAL, "oom", "out of memory");
-	} else {
-		struct sbx_spawn s = { .argv = (const char *const *)argv.items, .stdin_fd = -1, .die_with_parent = true,
-				       .new_process_group = true, .extra_fds = fds, .n_extra = n_fds };
-		out = sbx_stage_call(&s, SNAP_TIMEOUT_MS, SNAP_ANSWER_CAP, e);
-	}
-	sbx_strvec_free(&argv);
-	return out;
+	return sbx_snap_call(snap, store, runs, args, fds, n_fds, e);
 }
 
 /* versions KEY, diff KEY FROM TO, restore KEY VERSION. */
 int ws_history(const struct ws_opts *o, const char *cmd, const char *raw_key, char *const *ops, int n,
 	       struct sbx_error *e)
 {
-	char key[SBX_REMOTE_KEY_MAX + 1], files[24], bytes[24];
+	char key[SBX_REMOTE_KEY_MAX + 1], files[24], bytes[24], wait[24];
 	int ws = ws_open(o->data, raw_key, false, key, e);
 	if (ws < 0)
 		return -1;
 	snprintf(files, sizeof(files), "%u", o->text_files);
 	snprintf(bytes, sizeof(bytes), "%u", o->text_bytes);
-	const char *args[12] = { cmd };
+	snprintf(wait, sizeof(wait), "%lld", o->lease_wait_ms);
+	const char *args[16] = { cmd };
 	size_t k = 1;
 	for (int i = 0; i < n; i++)
 		args[k++] = ops[i];
@@ -89,6 +56,10 @@ int ws_history(const struct ws_opts *o, const char *cmd, const char *raw_key, ch
 		const char *more[] = { "--text", "--max-text-files", files, "--max-text-bytes", bytes };
 		for (size_t i = 0; i < 5; i++)
 			args[k++] = more[i];
+	}
+	if (strcmp(cmd, "versions") != 0) {
+		args[k++] = "--lease-wait-ms";
+		args[k++] = wait;
 	}
 	/* "--" would end sbx-snap's options: versions are never options. */
 	for (int i = 0; i < n; i++)
@@ -153,7 +124,7 @@ static int make_key(const struct ws_opts *o, const char *key, struct sbx_error *
 int ws_fork(const struct ws_opts *o, const char *raw_key, const char *version, char *const *named, int n,
 	    struct sbx_error *e)
 {
-	char key[SBX_REMOTE_KEY_MAX + 1], max[24];
+	char key[SBX_REMOTE_KEY_MAX + 1], max[24], wait[24];
 	char (*keys)[SBX_REMOTE_KEY_MAX + 1] = calloc(FORK_KEYS_MAX, sizeof(*keys));
 	int fds[FORK_KEYS_MAX + 1], made = 0, rc = -1;
 	json_t *out = NULL;
@@ -168,7 +139,8 @@ int ws_fork(const struct ws_opts *o, const char *raw_key, const char *version, c
 			break;
 	if (total > 0 && made == total) {
 		snprintf(max, sizeof(max), "%lld", o->max_bytes);
-		const char *args[] = { "fork", version, "--max-bytes", max, NULL };
+		snprintf(wait, sizeof(wait), "%lld", o->lease_wait_ms);
+		const char *args[] = { "fork", version, "--max-bytes", max, "--lease-wait-ms", wait, NULL };
 		out = snap_call(o, args, fds, (size_t)total + 1, e);
 	}
 	if (out) {
