@@ -16,7 +16,7 @@ json_t *sbx_snap_call(const char *program, const char *store, const char *lease_
 {
 	char fd_arg[SBX_SNAP_CALL_FDS_MAX][8];
 	struct sbx_strvec argv;
-	if (n_fds < 1 || n_fds > SBX_SNAP_CALL_FDS_MAX) {
+	if (!args[0] || n_fds < 1 || n_fds > SBX_SNAP_CALL_FDS_MAX) {
 		sbx_error_set(e, SBX_EXIT_USAGE, "too-many", "sbx-snap takes a workspace and at most 64 forks");
 		return NULL;
 	}

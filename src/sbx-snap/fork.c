@@ -139,11 +139,11 @@ static int check_room(const struct args *a, const struct forks *f, uint64_t byte
 	}
 	if (fstatvfs(f->t[0].fd, &vfs) != 0)
 		return sbx_error_set(e, SBX_EXIT_INTERNAL, "statvfs", "fork target: %s", strerror(errno)), -1;
-	uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-	if (charged * f->n > avail) {
+	uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize, total = charged * (uint64_t)f->n;
+	if (total > avail) {
 		sbx_error_set(e, SBX_EXIT_RESOURCE, "disk-full",
 			      "%zu forks of %llu bytes each need %llu bytes; the disk has %llu free", f->n,
-			      (unsigned long long)charged, (unsigned long long)(charged * f->n), (unsigned long long)avail);
+			      (unsigned long long)charged, (unsigned long long)total, (unsigned long long)avail);
 		return -1;
 	}
 	return 0;
@@ -177,7 +177,7 @@ static json_t *answer(const struct args *a, const struct forks *f, const char *d
 	}
 	json_t *out = json_pack("{s:s,s:o,s:I,s:I,s:I,s:I}", "digest", digest, "forks", list, "files",
 				(json_int_t)m->files, "bytes", (json_int_t)m->bytes, "chargedBytes", (json_int_t)charged,
-				"totalChargedBytes", (json_int_t)(charged * f->n));
+				"totalChargedBytes", (json_int_t)(charged * (uint64_t)f->n));
 	json_object_set_new(out, "method", json_string(m->cloned && !m->copied ? "clone" : m->cloned ? "mixed" : "copy"));
 	json_object_set_new(out, "made", snap_materialized_json(m));
 	return out;
