@@ -168,6 +168,7 @@ static json_t *answer(const struct args *a, const struct forks *f, const char *d
 		      const struct materialized *m)
 {
 	json_t *list = json_array();
+	json_int_t total = (json_int_t)charged * (json_int_t)f->n;
 	for (size_t i = 0; i < f->n; i++) {
 		json_t *one = json_pack("{s:s,s:I}", "ref", f->ref[i], "uid",
 					(json_int_t)(f->t[i].chown ? f->t[i].uid : geteuid()));
@@ -177,7 +178,7 @@ static json_t *answer(const struct args *a, const struct forks *f, const char *d
 	}
 	json_t *out = json_pack("{s:s,s:o,s:I,s:I,s:I,s:I}", "digest", digest, "forks", list, "files",
 				(json_int_t)m->files, "bytes", (json_int_t)m->bytes, "chargedBytes", (json_int_t)charged,
-				"totalChargedBytes", (json_int_t)(charged * (uint64_t)f->n));
+				"totalChargedBytes", total);
 	json_object_set_new(out, "method", json_string(m->cloned && !m->copied ? "clone" : m->cloned ? "mixed" : "copy"));
 	json_object_set_new(out, "made", snap_materialized_json(m));
 	return out;
