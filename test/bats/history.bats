@@ -11,6 +11,8 @@ setup() { httpd_setup; }
 
 teardown() {
     [ -z "${LEASE_PID:-}" ] || kill "$LEASE_PID" 2>/dev/null || true
+    ! mountpoint -q "$WORK/xfs" 2>/dev/null || umount "$WORK/xfs"
+    [ -z "${LOOP:-}" ] || losetup -d "$LOOP" 2>/dev/null || true
     httpd_teardown
 }
 
@@ -255,4 +257,30 @@ two_versions() {
     run --separate-stderr forks_in_tmpfs 4
     [ "$(printf '%s\n' "$output" | tail -1)" = "rc=0 left=4" ]
     [ "$(printf '%s\n' "$output" | head -n -1 | jq .totalChargedBytes)" -ge 600000 ]
+}
+
+@test "on a filesystem with reflinks a fork shares its files' extents (XFS loop image, as root)" {
+    [ "$(id -u)" -eq 0 ] || skip "a loop mount needs root"
+    command -v mkfs.xfs > /dev/null || skip "no mkfs.xfs (xfsprogs)"
+    truncate -s 320M "$WORK/xfs.img"
+    mkfs.xfs -q -m reflink=1 "$WORK/xfs.img"
+    LOOP=$(losetup -f --show "$WORK/xfs.img") || skip "no loop device here"
+    mkdir "$WORK/xfs"
+    mount "$LOOP" "$WORK/xfs"
+    mkdir "$WORK/xfs/ws"
+    head -c 4000000 /dev/urandom > "$WORK/xfs/ws/big"
+    sbx-snap commit "$WORK/xfs/ws" --store "$WORK/xfs/st" --ref "ws-$(stat -c %d "$WORK/xfs/ws")-$(stat -c %i "$WORK/xfs/ws")" > /dev/null
+    run --separate-stderr env SBX_DATA_DIR="$WORK/xfs/data" sbx-snap fork latest --workspace "$WORK/xfs/ws" \
+        --store "$WORK/xfs/st" --into "$WORK/xfs/f1" --into "$WORK/xfs/f2"
+    assert_success
+    [ "$(jq_out .method) $(jq_out .made.cloned)" = "clone 2" ]
+    cmp "$WORK/xfs/ws/big" "$WORK/xfs/f2/big"
+    filefrag -v "$WORK/xfs/f1/big" | grep -q shared
+    # Shared, yet its own: a write to one fork changes neither the other nor the store.
+    printf 'x' | dd of="$WORK/xfs/f1/big" bs=1 seek=100 conv=notrunc status=none
+    cmp "$WORK/xfs/ws/big" "$WORK/xfs/f2/big"
+    ! cmp -s "$WORK/xfs/ws/big" "$WORK/xfs/f1/big"
+    run --separate-stderr sbx-snap restore latest "$WORK/xfs/r" --store "$WORK/xfs/st"
+    assert_success
+    cmp "$WORK/xfs/ws/big" "$WORK/xfs/r/big"
 }
