@@ -280,7 +280,8 @@ two_versions() {
     printf 'x' | dd of="$WORK/xfs/f1/big" bs=1 seek=100 conv=notrunc status=none
     cmp "$WORK/xfs/ws/big" "$WORK/xfs/f2/big"
     ! cmp -s "$WORK/xfs/ws/big" "$WORK/xfs/f1/big"
-    run --separate-stderr sbx-snap restore latest "$WORK/xfs/r" --store "$WORK/xfs/st"
+    run --separate-stderr sbx-snap restore "$(sbx-snap versions --workspace "$WORK/xfs/ws" --store "$WORK/xfs/st" | jq -r .latest)" \
+        "$WORK/xfs/r" --store "$WORK/xfs/st"
     assert_success
     cmp "$WORK/xfs/ws/big" "$WORK/xfs/r/big"
 }
