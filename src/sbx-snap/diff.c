@@ -71,6 +71,8 @@ static void add_text(struct diff *d, json_t *change, const json_t *x, const json
 	json_t *text = NULL;
 	if ((x && !is_type(x, "file")) || (y && !is_type(y, "file")))
 		return; /* a directory or a symlink on one side: no text */
+	if (x && y && json_equal(json_object_get(x, "digest"), json_object_get(y, "digest")))
+		return; /* the exec bit alone changed */
 	if (d->text_files >= d->a->text_files) {
 		reason = "files";
 	} else {
