@@ -210,7 +210,8 @@ json_t *snap_fork(const struct args *a, const char *version, struct sbx_error *e
 			goto done;
 		f.pointed[i] = true;
 	}
-	if (snap_materialize(a->store, json_object_get(manifest, "entries"), f.t, f.n, !a->no_verify, &m, e) == 0)
+	if (snap_materialize(a->store, json_object_get(manifest, "entries"), f.t, f.n,
+			     a->no_verify ? VERIFY_NONE : VERIFY_BESIDE, &m, e) == 0)
 		out = answer(a, &f, digest, charged, &m);
 done:
 	if (!out)

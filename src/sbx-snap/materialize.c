@@ -7,7 +7,6 @@
 #include "snap.h"
 #include "../lib/beneath.h"
 #include "../lib/exitcodes.h"
-#include "../lib/hash.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
 #include "../lib/map.h"
@@ -80,30 +79,15 @@ static int fail(struct run *r, int code, const char *path, const char *why)
 	return -1;
 }
 
-/* The object's content against its digest, once per call. */
+/* The object's content against its digest, once per call (inline). */
 static int verify_object(struct run *r, int in, const char *digest, const char *path)
 {
 	if (!r->verify || sbx_map_has(&r->verified, digest, strlen(digest)))
 		return 0;
-	struct sbx_sha256 *md = sbx_sha256_new();
-	char hex[SBX_SHA256_HEX_LEN + 1];
-	off_t off = 0;
-	for (ssize_t n; md && (n = pread(in, r->buf, COPY_BUF, off)) != 0; off += n) {
-		if (n < 0 && errno == EINTR) {
-			n = 0;
-			continue;
-		}
-		if (n < 0) {
-			sbx_sha256_free(md);
-			return fail(r, SBX_EXIT_INTERNAL, path, strerror(errno));
-		}
-		sbx_sha256_update(md, r->buf, (size_t)n);
-	}
-	if (!md)
-		return fail(r, SBX_EXIT_INTERNAL, path, "out of memory");
-	sbx_sha256_final(md, hex);
-	if (strcmp(hex, digest + 7) != 0)
-		return fail(r, SBX_EXIT_INTEGRITY, path, "the stored content does not match its digest");
+	int ok = snap_object_matches(in, digest, r->buf, COPY_BUF);
+	if (ok != 1)
+		return fail(r, ok == 0 ? SBX_EXIT_INTEGRITY : SBX_EXIT_INTERNAL, path,
+			    ok == 0 ? "the stored content does not match its digest" : strerror(errno));
 	sbx_map_put(&r->verified, digest, strlen(digest), NULL, NULL);
 	return 0;
 }
@@ -214,10 +198,10 @@ static int make_entry(struct run *r, const json_t *row, const struct target *t, 
 	return 0;
 }
 
-int snap_materialize(const char *store, const json_t *entries, const struct target *t, size_t n, bool verify,
+int snap_materialize(const char *store, const json_t *entries, const struct target *t, size_t n, enum verify v,
 		     struct materialized *m, struct sbx_error *e)
 {
-	struct run r = { .store = store, .verify = verify, .try_clone = true, .m = m, .e = e };
+	struct run r = { .store = store, .verify = v == VERIFY_INLINE, .try_clone = true, .m = m, .e = e };
 	struct cursor cur[FORK_MAX];
 	if (n > FORK_MAX)
 		return sbx_error_set(e, SBX_EXIT_USAGE, "too-many", "at most %d targets", FORK_MAX), -1;
@@ -230,10 +214,13 @@ int snap_materialize(const char *store, const json_t *entries, const struct targ
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "oom", "out of memory");
 	size_t i;
 	json_t *row;
+	struct object_check *check = rc == 0 && v == VERIFY_BESIDE ? snap_check_start(store, entries) : NULL;
 	json_array_foreach(entries, i, row) {
 		if (rc == 0)
 			rc = make_entry(&r, row, t, cur, n);
 	}
+	if (v == VERIFY_BESIDE && (snap_check_finish(check, rc == 0 ? e : &(struct sbx_error){ 0 }) != 0))
+		rc = -1;
 	for (size_t k = 0; k < n; k++)
 		cursor_close(&cur[k]);
 	sbx_map_free(&r.verified, NULL);

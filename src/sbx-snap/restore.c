@@ -35,7 +35,7 @@ int snap_restore_into(const char *store, const char *digest, const char *dir, st
 		sbx_error_set(e, SBX_EXIT_USAGE, "not-empty", "%.300s: restore needs an absent or empty directory", dir);
 	else {
 		struct target t = { .fd = rootfd };
-		rc = snap_materialize(store, json_object_get(m, "entries"), &t, 1, true, &done, e);
+		rc = snap_materialize(store, json_object_get(m, "entries"), &t, 1, VERIFY_INLINE, &done, e);
 	}
 	if (rootfd >= 0)
 		close(rootfd);
@@ -87,7 +87,7 @@ static json_t *reset_to(const struct args *a, int wsfd, const char *target, stru
 			t.gid = st.st_gid;
 		}
 		if (snap_changes(json_object_get(have, "entries"), json_object_get(want, "entries"), plan_path, &p) != 0 ||
-		    snap_materialize(a->store, p.make, &t, 1, !a->no_verify, &made, e) != 0 ||
+		    snap_materialize(a->store, p.make, &t, 1, a->no_verify ? VERIFY_NONE : VERIFY_INLINE, &made, e) != 0 ||
 		    !(after = snap_commit_workspace(a, wsfd, e)))
 			goto done;
 		if (strcmp(sbx_json_string_or(after, "digest", ""), target) != 0) {

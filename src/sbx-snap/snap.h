@@ -58,8 +58,20 @@ struct target {
 struct materialized {
 	uint64_t files, dirs, symlinks, bytes, cloned, copied;
 };
-int snap_materialize(const char *store, const json_t *entries, const struct target *t, size_t n, bool verify,
+/* How the objects are checked: not at all (their sizes only), each before
+ * its first use, or all on a thread beside the cloning (object_check.c). */
+enum verify { VERIFY_NONE, VERIFY_INLINE, VERIFY_BESIDE };
+int snap_materialize(const char *store, const json_t *entries, const struct target *t, size_t n, enum verify v,
 		     struct materialized *m, struct sbx_error *e);
+
+/* object_check.c: 1 when fd's content hashes to digest, 0 when not, -1
+ * when it cannot be read (errno); buf is size bytes of scratch. */
+int snap_object_matches(int fd, const char *digest, char *buf, size_t size);
+/* The check of every object entries name, started on a thread of its
+ * own, and its end: 0, or -1 with e (the first failure). */
+struct object_check;
+struct object_check *snap_check_start(const char *store, const json_t *entries);
+int snap_check_finish(struct object_check *c, struct sbx_error *e);
 json_t *snap_materialized_json(const struct materialized *m);
 
 /* restore.c: a snapshot into an absent or empty directory; a workspace

@@ -259,6 +259,21 @@ two_versions() {
     [ "$(printf '%s\n' "$output" | head -n -1 | jq .totalChargedBytes)" -ge 600000 ]
 }
 
+@test "a store object that no longer matches its digest fails a fork (exit 9) and leaves no fork behind" {
+    mkdir "$WORK/w"
+    echo hello > "$WORK/w/a"
+    echo other > "$WORK/w/b"
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "ws-$(stat -c %d "$WORK/w")-$(stat -c %i "$WORK/w")" > /dev/null
+    hex=$(echo hello | sha256sum | cut -c1-64)
+    chmod u+w "$WORK/st/objects/${hex:0:2}/${hex:2}"
+    echo HELLO > "$WORK/st/objects/${hex:0:2}/${hex:2}"
+    run --separate-stderr sbx-snap fork latest --workspace "$WORK/w" --store "$WORK/st" --into "$WORK/f1" --into "$WORK/f2"
+    assert_failure 9
+    [[ "$stderr" == *'"code":"corrupt-object"'* ]]
+    [ ! -e "$WORK/f1" ] && [ ! -e "$WORK/f2" ]
+    [ "$(ls "$WORK/st/refs" | grep -c '^ws-.*[0-9]$')" = 1 ]
+}
+
 @test "on a filesystem with reflinks a fork shares its files' extents (XFS loop image, as root)" {
     [ "$(id -u)" -eq 0 ] || skip "a loop mount needs root"
     command -v mkfs.xfs > /dev/null || skip "no mkfs.xfs (xfsprogs)"
