@@ -139,12 +139,16 @@ static int make_file(struct run *r, const json_t *row, const char *path, const s
 	if (!sbx_snap_valid_digest(digest) || size < 0 || sbx_snap_object_path(r->store, digest, obj, sizeof(obj)) != 0)
 		return fail(r, SBX_EXIT_INTEGRITY, path, "bad file entry in the manifest");
 	int in = open(obj, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)size) {
+	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
 		if (in >= 0)
 			close(in);
-		sbx_error_set(r->e, SBX_EXIT_INTEGRITY, "missing-object", "%.300s: object %s missing or not its size", path,
+		sbx_error_set(r->e, SBX_EXIT_INTEGRITY, "missing-object", "%.300s: object %s missing from the store", path,
 			      digest);
 		return -1;
+	}
+	if (st.st_size != (off_t)size) {
+		close(in);
+		return fail(r, SBX_EXIT_INTEGRITY, path, "the stored content does not match its digest (not its size)");
 	}
 	int rc = verify_object(r, in, digest, path);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
