@@ -6,7 +6,7 @@ PACKAGES="build-essential clang pkg-config bubblewrap jq libseccomp-dev libcap-n
 libssl-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libcmocka-dev bats
 bats-support bats-assert scdoc curl python3 util-linux passwd openssl nodejs
 libcurl4-openssl-dev cppcheck clang-tidy valgrind python3-yaml strace python3-requests
-python3-prometheus-client"
+python3-prometheus-client xfsprogs"
 
 # The tests' Node.js packages (test/node/package-lock.json): npm ci when
 # node_modules is missing or older than the lock; silent when up to date.

@@ -66,7 +66,7 @@ run_job() {
 # upload by its fd under protected_hardlinks, without root's reach; skills
 # too: a stamp is trusted by its owner, the uid the store runs as).
 # (slurm.bats is root's only: it starts munged, slurmctld and slurmd.)
-SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits egress-denials httpd httpd-managed httpd-sse httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race ws httpd-remote-node httpd-race httpd-hostile skills httpd-skills secrets httpd-secrets secrets-egress denials httpd-metrics speculative"
+SANDBOX_SUITES="probe probe-cache launch launch-seccomp launch-spec quota snap run worker egress egress-gateway egress-limits egress-denials httpd httpd-managed httpd-sse httpd-env env npu broker httpd-npu httpd-remote httpd-remote-race ws httpd-remote-node httpd-race httpd-hostile skills httpd-skills secrets httpd-secrets secrets-egress denials httpd-metrics speculative history"
 stage="$out/stage"
 if [ "$(id -u)" -eq 0 ]; then
     mkdir -p "$stage"

@@ -263,6 +263,27 @@ done:
 	return receipt;
 }
 
+int sbx_snap_ref_point(const char *store, const char *ref, const char *digest, struct sbx_error *e)
+{
+	struct commit c = { .store = store, .e = e };
+	if (!sbx_snap_valid_ref(ref) || !sbx_snap_valid_digest(digest)) {
+		sbx_error_set(e, SBX_EXIT_USAGE, "bad-ref", "bad ref '%.80s' or digest", ref);
+		return -1;
+	}
+	int lock = sbx_snap_prepare(store, e) == 0 ? sbx_snap_lock(store, false, e) : -1;
+	if (lock < 0)
+		return -1;
+	/* Freshened under the lock: a collection that began before it keeps
+	 * the manifest, one that begins after sees the ref. */
+	int rc = sbx_snap_freshen(store, digest);
+	if (rc != 0)
+		sbx_error_set(e, SBX_EXIT_USAGE, "unknown-digest", "%s: no such object in the store", digest);
+	else
+		rc = move_ref(&c, ref, digest);
+	close(lock);
+	return rc;
+}
+
 json_t *sbx_snap_commit_entries(const char *store, const char *ref, const struct sbx_snap_scan *s,
 				uint64_t max_manifest, struct sbx_snap_pin *pin, struct sbx_error *e)
 {

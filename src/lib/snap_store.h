@@ -77,6 +77,11 @@ int sbx_snap_store_fd_exact(const char *store, int fd, uint64_t size, struct sbx
 json_t *sbx_snap_commit_entries(const char *store, const char *ref, const struct sbx_snap_scan *scan,
 				uint64_t max_manifest, struct sbx_snap_pin *pin, struct sbx_error *e);
 
+/* Points ref at digest, a manifest the store holds whose objects are
+ * durable (a fork's first version), with a reflog line, under the store's
+ * shared lock. 0, or -1 with e (exit 2 for a digest the store lacks). */
+int sbx_snap_ref_point(const char *store, const char *ref, const char *digest, struct sbx_error *e);
+
 /* A digest ("sha256:<hex>") or a ref name, resolved to a digest. */
 int sbx_snap_resolve(const char *store, const char *what, char digest[72], struct sbx_error *e);
 /* The manifest of a digest, checked against its digest. */

@@ -172,6 +172,8 @@ static void find_programs(struct server *s)
 		die("sbx-skills-missing", "%s", "sbx-skills was found neither next to sbx-httpd nor on PATH");
 	if (sbx_sibling_program("sbx-secrets", s->prog.secrets, sizeof(s->prog.secrets)) != 0)
 		die("sbx-secrets-missing", "%s", "sbx-secrets was found neither next to sbx-httpd nor on PATH");
+	if (sbx_sibling_program("sbx-snap", s->prog.snap, sizeof(s->prog.snap)) != 0)
+		die("sbx-snap-missing", "%s", "sbx-snap was found neither next to sbx-httpd nor on PATH");
 	bool egress = sbx_sibling_program("sbx-egress", s->prog.egress, sizeof(s->prog.egress)) == 0;
 	bool bridge = sbx_sibling_program("sbx-egress-bridge", s->prog.bridge, sizeof(s->prog.bridge)) == 0;
 	s->network_available = egress && bridge;

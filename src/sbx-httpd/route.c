@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "environments.h"
 #include "handlers.h"
+#include "history.h"
 #include "npu.h"
 #include "remote.h"
 #include "reply.h"
@@ -151,6 +152,16 @@ enum MHD_Result route(struct req *r)
 	if (is(r, "POST", "/skill-packages"))
 		return handle_skills(r, NULL);
 	ROUTE_ID(get, "/skill-packages/", "", sha256_like(id) ? handle_skills(r, id) : reply_error(r, 404, "Not found"));
+
+	/* sbx's extension: a workspace's history (history.c). */
+	if (is(r, "GET", "/workspace-versions"))
+		return handle_history(r, "versions");
+	if (is(r, "GET", "/workspace-versions/diff"))
+		return handle_history(r, "diff");
+	if (is(r, "POST", "/workspace-versions/restore"))
+		return handle_history(r, "restore");
+	if (is(r, "POST", "/workspace-versions/fork"))
+		return handle_history(r, "fork");
 
 	/* The secret store (secrets_call.c); a path that names no valid secret is 404. */
 	if (is(r, "GET", "/secrets"))

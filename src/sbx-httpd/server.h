@@ -25,6 +25,7 @@ struct programs {
 	char ws[PATH_MAX];           /* sbx-ws: the remote workspaces */
 	char skills[PATH_MAX];
 	char secrets[PATH_MAX];      /* sbx-secrets: the secret store */
+	char snap[PATH_MAX];         /* sbx-snap: workspace histories */
 };
 
 /* One legacy execution as /status lists it. */

@@ -16,7 +16,7 @@
 #include "../lib/quota.h"
 #include "../lib/quota_watch.h"
 #include "../lib/run_as.h"
-#include "lease.h"
+#include "../lib/workspace_lease.h"
 #include "../lib/snap_store.h"
 #include "../lib/spawn.h"
 #include "../lib/tree_remove.h"

@@ -5,6 +5,7 @@
  * waited for, at most one per store, at most one per interval. */
 #include "run.h"
 #include "../lib/program_path.h"
+#include "../lib/snap_history.h"
 #include "../lib/cli.h"
 #include "../lib/exitcodes.h"
 #include "../lib/spawn.h"
@@ -38,8 +39,9 @@ void run_store_option(struct run *r, int c, const char *arg)
 
 json_t *run_commit_snapshot(struct run *r, struct sbx_error *e)
 {
-	char ref[96];
-	snprintf(ref, sizeof(ref), "ws-%llu-%llu", (unsigned long long)r->req.ws.dev, (unsigned long long)r->req.ws.ino);
+	char ref[SBX_SNAP_WS_REF_MAX];
+	if (sbx_snap_workspace_ref(r->req.ws.fd, ref, e) != 0)
+		return NULL;
 	return sbx_snap_commit_scanned(r->req.ws.fd, r->store, ref, &r->after, r->max_manifest, e);
 }
 

@@ -23,6 +23,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: sbx-ws [OPTIONS] ls KEY [PATH...] | cat KEY PATH | put KEY PATH | rm KEY [PATH]\n"
 		"                        | snapshot KEY [PATH...] | snapshot-cat KEY ID PATH | collect\n"
+		"                        | versions KEY | diff KEY FROM TO | restore KEY VERSION\n"
+		"                        | fork KEY VERSION [NEWKEY...]\n"
 		"\n"
 		"Remote workspaces below <data>/remote-workspaces/KEY. Prints JSON (cat: the bytes).\n"
 		"See sbx-ws(1).\n"
@@ -36,12 +38,19 @@ static void usage(FILE *out)
 		"  --sha256 HEX        put: the body must have this SHA-256\n"
 		"  --mode MODE         put: 644 plus exec bits (644, 744, 754, 755, ...; default 644)\n"
 		"  --overwrite         put: replace a file already there (default: refuse)\n"
-		"  --max-bytes N       put: the workspace quota (default $SCIENCE_AGENT_MAX_WORKSPACE_BYTES,\n"
+		"  --max-bytes N       put, snapshot, fork: the workspace quota (default\n"
+		"                      $SCIENCE_AGENT_MAX_WORKSPACE_BYTES,\n"
 		"                      else 10737418240; 0: none)\n"
 		"  --keep N            collect: snapshots kept per key (default\n"
 		"                      $SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP, else 20; 0: all)\n"
 		"  --grace-s S         collect: an unreferenced object younger stays (default\n"
 		"                      $SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS, else 3600)\n"
+		"  --text              diff: a unified diff of each changed text file, bounded by\n"
+		"  --max-text-files N  (default 20, at most 1000) and --max-text-bytes N (all diffs\n"
+		"                      together; default 262144, at most 16777216)\n"
+		"  --lease-wait-ms N   restore, fork and diff of \"live\": how long a run holding the\n"
+		"                      workspace is waited for (default 30000)\n"
+		"  --count N           fork: N new keys named KEY-fork-<8 hex> (1 to 64)\n"
 		"  --help, --version\n");
 	sbx_cli_print_exit_codes(out);
 }
@@ -65,7 +74,8 @@ static mode_t parse_mode(const char *text)
 static int parse(int argc, char **argv, struct ws_opts *o)
 {
 	enum { OPT_DATA = 256, OPT_ONLY, OPT_FD_SOCKET, OPT_FROM_FD, OPT_SIZE, OPT_SHA, OPT_MODE, OPT_OVERWRITE,
-	       OPT_MAX_BYTES, OPT_KEEP, OPT_GRACE, OPT_VERSION };
+	       OPT_MAX_BYTES, OPT_KEEP, OPT_GRACE, OPT_VERSION, OPT_TEXT, OPT_TEXT_FILES, OPT_TEXT_BYTES, OPT_WAIT,
+	       OPT_COUNT };
 	static const struct option options[] = {
 		{ "data-dir", required_argument, NULL, OPT_DATA },
 		{ "only", no_argument, NULL, OPT_ONLY },
@@ -78,11 +88,17 @@ static int parse(int argc, char **argv, struct ws_opts *o)
 		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
 		{ "keep", required_argument, NULL, OPT_KEEP },
 		{ "grace-s", required_argument, NULL, OPT_GRACE },
+		{ "text", no_argument, NULL, OPT_TEXT },
+		{ "max-text-files", required_argument, NULL, OPT_TEXT_FILES },
+		{ "max-text-bytes", required_argument, NULL, OPT_TEXT_BYTES },
+		{ "lease-wait-ms", required_argument, NULL, OPT_WAIT },
+		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	*o = (struct ws_opts){ .fd_socket = -1, .from_fd = -1, .size = -1, .mode = 0644 };
+	*o = (struct ws_opts){ .fd_socket = -1, .from_fd = -1, .size = -1, .mode = 0644, .text_files = 20,
+			       .text_bytes = 256 * 1024, .lease_wait_ms = 30000 };
 	o->max_bytes = env_integer("SCIENCE_AGENT_MAX_WORKSPACE_BYTES", 10737418240LL, SAFE_INTEGER_MAX);
 	o->keep = env_integer("SCIENCE_AGENT_REMOTE_SNAPSHOT_KEEP", 20, 1 << 20);
 	o->grace_s = env_integer("SCIENCE_AGENT_REMOTE_SNAPSHOT_GRACE_SECONDS", 3600, 86400L * 365);
@@ -111,6 +127,11 @@ static int parse(int argc, char **argv, struct ws_opts *o)
 		case OPT_MAX_BYTES: o->max_bytes = sbx_cli_parse_long("--max-bytes", optarg, 0, SAFE_INTEGER_MAX); break;
 		case OPT_KEEP: o->keep = sbx_cli_parse_long("--keep", optarg, 0, 1 << 20); break;
 		case OPT_GRACE: o->grace_s = sbx_cli_parse_long("--grace-s", optarg, 0, 86400L * 365); break;
+		case OPT_TEXT: o->text = true; break;
+		case OPT_TEXT_FILES: o->text_files = (unsigned)sbx_cli_parse_long("--max-text-files", optarg, 0, 1000); break;
+		case OPT_TEXT_BYTES: o->text_bytes = (unsigned)sbx_cli_parse_long("--max-text-bytes", optarg, 0, 16 << 20); break;
+		case OPT_WAIT: o->lease_wait_ms = sbx_cli_parse_long("--lease-wait-ms", optarg, 0, 86400000); break;
+		case OPT_COUNT: o->count = sbx_cli_parse_long("--count", optarg, 1, FORK_KEYS_MAX); break;
 		case 'h': usage(stdout); exit(SBX_EXIT_OK);
 		case OPT_VERSION: sbx_cli_print_version("sbx-ws"); exit(SBX_EXIT_OK);
 		default: sbx_cli_bad_option("sbx-ws", argv[optind - 1]);
@@ -164,6 +185,13 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "collect")) {
 		operands(n, 0, 0, cmd);
 		rc = ws_collect(&o, &e);
+	} else if (!strcmp(cmd, "versions") || !strcmp(cmd, "diff") || !strcmp(cmd, "restore")) {
+		int ops = !strcmp(cmd, "versions") ? 0 : !strcmp(cmd, "diff") ? 2 : 1;
+		operands(n, 1 + ops, 1 + ops, cmd);
+		rc = ws_history(&o, cmd, args[0], args + 1, ops, &e);
+	} else if (!strcmp(cmd, "fork")) {
+		operands(n, 2, 2 + FORK_KEYS_MAX, cmd);
+		rc = ws_fork(&o, args[0], args[1], args + 2, n - 2, &e);
 	} else {
 		sbx_cli_usage_error("sbx-ws", "unknown command (see --help)");
 	}

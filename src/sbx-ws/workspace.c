@@ -3,6 +3,7 @@
  * checked against the grammar, and the whole key removed (rm). */
 #include "ws.h"
 #include "../lib/exitcodes.h"
+#include "../lib/snap_history.h"
 #include "../lib/tree_remove.h"
 #include "../lib/workspace_uid.h"
 #include "../lib/datadir.h"
@@ -117,12 +118,15 @@ int ws_rm(const struct ws_opts *o, const char *raw_key, const char *path, struct
 		sbx_error_set(e, SBX_EXIT_USAGE, "invalid-key", "Invalid remote workspace key");
 		return -1;
 	}
-	/* Its uid goes back to the range (SBX_UID_RANGE). */
+	/* Its uid goes back to the range (SBX_UID_RANGE), and its history
+	 * goes: a later key whose directory gets the inode starts afresh. */
 	int ws = sbx_remote_workspace_open(o->data, key, false);
 	if (ws >= 0) {
-		char registry[PATH_MAX + 32];
+		char registry[PATH_MAX + 32], store[PATH_MAX + 32];
 		if (sbx_data_path(o->data, SBX_DATA_WORKSPACE_UIDS, NULL, registry, sizeof(registry)) == 0)
 			sbx_workspace_uid_release(registry, ws);
+		if (sbx_data_path(o->data, SBX_DATA_VERSIONING, NULL, store, sizeof(store)) == 0)
+			sbx_snap_history_drop(store, ws);
 		close(ws);
 	}
 	if (sbx_remote_workspace_remove(o->data, key) != 0 && errno != ENOENT) {

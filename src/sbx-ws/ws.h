@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #define WS_PATHS_MAX 50  /* paths one listing or snapshot may name */
+#define FORK_KEYS_MAX 64 /* workspaces one fork makes */
 
 /* Diagnostic codes sbx-httpd maps onto statuses (409 for these two). */
 #define WS_CODE_EXISTS "exists"
@@ -31,6 +32,10 @@ struct ws_opts {
 	bool overwrite;            /* put */
 	long long max_bytes;       /* put, snapshot: the workspace quota (0: none) */
 	long long keep, grace_s;   /* collect */
+	bool text;                 /* diff: unified diffs of text files */
+	unsigned text_files, text_bytes; /* diff --text: its bounds */
+	long long lease_wait_ms;   /* restore, fork, diff: how long a run's lease is waited for */
+	long long count;           /* fork: how many, when no key is named */
 };
 
 /* workspace.c: the key's directory fd beneath <data>/remote-workspaces
@@ -55,6 +60,12 @@ int ws_rm(const struct ws_opts *o, const char *key, const char *path, struct sbx
 int ws_snapshot(const struct ws_opts *o, const char *key, char *const *paths, int n, struct sbx_error *e);
 int ws_snapshot_cat(const struct ws_opts *o, const char *key, const char *id, const char *path, struct sbx_error *e);
 int ws_collect(const struct ws_opts *o, struct sbx_error *e);
+/* history.c: versions KEY, diff KEY FROM TO, restore KEY VERSION (cmd and
+ * its operands after the key), and fork: sbx-snap on the key's fd. */
+int ws_history(const struct ws_opts *o, const char *cmd, const char *key, char *const *ops, int n,
+	       struct sbx_error *e);
+int ws_fork(const struct ws_opts *o, const char *key, const char *version, char *const *named, int n,
+	    struct sbx_error *e);
 
 /* read.c: an open regular file served: over o->fd_socket (then
  * {"size": N} on stdout) or its bytes copied to stdout. Closes fd. */

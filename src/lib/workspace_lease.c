@@ -1,7 +1,8 @@
-/* lease.c — the workspace lease. */
-#include "lease.h"
-#include "../lib/atomic_file.h"
-#include "../lib/exitcodes.h"
+/* workspace_lease.c — the workspace lease (sbx-run around a run, sbx-snap
+ * around a restore or a commit of the live tree). */
+#include "workspace_lease.h"
+#include "atomic_file.h"
+#include "exitcodes.h"
 
 #include <errno.h>
 #include <fcntl.h>

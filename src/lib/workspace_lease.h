@@ -1,10 +1,10 @@
-/* lease.h — one writer per physical workspace across processes: an
+/* workspace_lease.h — one writer per physical workspace across processes: an
  * flock on <state>/locks/ws-<dev>-<ino>.lock, whatever path spelling or
  * symlink names the workspace. The kernel drops it when the holder dies. */
-#ifndef SBX_RUN_LEASE_H
-#define SBX_RUN_LEASE_H
+#ifndef SBX_WORKSPACE_LEASE_H
+#define SBX_WORKSPACE_LEASE_H
 
-#include "../lib/error.h"
+#include "error.h"
 
 #include <stdbool.h>
 
