@@ -4,7 +4,7 @@
  * EXECUTION-DIR` throws it away. Either ends the pending change. */
 #include "run.h"
 #include "apply.h"
-#include "lease.h"
+#include "../lib/workspace_lease.h"
 #include "pending.h"
 #include "../lib/cli.h"
 #include "../lib/clock.h"
