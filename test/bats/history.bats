@@ -126,6 +126,12 @@ two_versions() {
     api POST /workspace-versions/fork --data-binary "{\"workspaceRoot\":\"$PROJECT\",\"count\":65}"
     assert_equal "$status_code" 400
     [[ "$(jq_out .error)" == count* ]]
+    # More names than a fork takes: refused, and the server still answers.
+    api POST /workspace-versions/fork --data-binary "$(jq -cn --arg ws "$PROJECT" '{workspaceRoot: $ws, names: [range(200) | "n\(.)"]}')"
+    assert_equal "$status_code" 400
+    [[ "$(jq_out .error)" == names* ]]
+    api GET "/workspace-versions?workspaceRoot=$PROJECT"
+    assert_equal "$status_code" 200
     api POST /workspace-versions/fork --data-binary "{\"workspaceRoot\":\"$PROJECT\",\"names\":[\"../x\"]}"
     assert_equal "$status_code" 400
     api POST /workspace-versions/fork --data-binary "{\"workspaceRoot\":\"$PROJECT\",\"names\":[\"p2\"]}"
