@@ -60,6 +60,18 @@ static json_t *counts_json(const struct apply_counts *n)
 			 (json_int_t)n->skipped, "bytes", (json_int_t)n->bytes);
 }
 
+/* The first few skipped entries: the answer stays small whatever the
+ * workload left (each path may be 4 KiB, six times that escaped). */
+#define COMMIT_SKIPPED_LISTED 100
+
+static json_t *skipped_head(const json_t *skipped)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; i < COMMIT_SKIPPED_LISTED && i < json_array_size(skipped); i++)
+		json_array_append(out, json_array_get(skipped, i));
+	return out;
+}
+
 static int commit(const char *exec_dir, int dir, json_t *doc, bool force, struct sbx_error *e)
 {
 	struct sbx_host_dir ws = SBX_HOST_DIR_NONE;
@@ -102,9 +114,10 @@ static int commit(const char *exec_dir, int dir, json_t *doc, bool force, struct
 		rc = pending_close(dir, doc, "committed", e);
 	}
 	if (rc == 0)
-		rc = sbx_json_answer(json_pack("{s:O,s:s,s:b,s:o,s:O}", "executionId", json_object_get(doc, "executionId"),
+		rc = sbx_json_answer(json_pack("{s:O,s:s,s:b,s:o,s:o,s:b}", "executionId", json_object_get(doc, "executionId"),
 					       "state", "committed", "forced", changed, "applied", counts_json(&n), "skipped",
-					       skipped));
+					       skipped_head(skipped), "skippedTruncated",
+					       json_array_size(skipped) > COMMIT_SKIPPED_LISTED));
 	json_decref(skipped);
 out:
 	sbx_snap_scan_free(&now);

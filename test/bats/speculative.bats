@@ -236,3 +236,25 @@ changed() {
     api POST "/shell-executions/nope/commit"
     [ "$status_code" = 404 ]
 }
+
+@test "over HTTP: a commit past thousands of long-named fifos answers, its skipped list capped (the change set has them all)" {
+    export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
+    export SCIENTIFIC_ENVS=0
+    unset SBX_DATA_DIR SCIENCE_AGENT_RUNNER_SOCKET
+    PROJECT="$WORK/data/projects/p1"
+    httpd_start
+    mkdir -p "$PROJECT"
+    chmod 777 "$PROJECT"
+    # 2300 fifos at paths of 4015 bytes: a full skipped list is over 8 MiB.
+    signed /execute-shell "$(shell_request f1 'echo kept > kept; d=$(printf "%0250d" 0); p=$d; for i in $(seq 14); do p=$p/$d; done
+        mkdir -p "$p" && cd "$p" && seq -f "%0250g" 2300 | xargs mkfifo' '{"speculative": true}')"
+    [ "$status_code" = 200 ] || fail "$status_code $(head -c 300 <<<"$output")"
+    [ "$(jq -r '.exitCode' <<<"$output")" = 0 ] || fail "$(jq -c '{exitCode, stderr}' <<<"$output" | head -c 600)"
+    id=$(jq -r .speculative.id <<<"$output")
+    [ "$(jq -r .speculative.counts.skipped <<<"$output")" = 2300 ]
+    api POST "/shell-executions/$id/commit"
+    [ "$status_code" = 200 ] || fail "$status_code $(head -c 300 <<<"$output")"
+    [ "$(jq -r '"\(.state) \(.applied.skipped) \(.skipped | length) \(.skippedTruncated)"' <<<"$output")" = "committed 2300 100 true" ]
+    [ "$(cat "$PROJECT/kept")" = kept ]
+    [ -z "$(find "$PROJECT" -type p)" ]
+}
