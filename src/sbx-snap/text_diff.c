@@ -2,7 +2,7 @@
  * diff(1) from diffutils (Essential on Debian: no diff algorithm of our
  * own), given the store's objects: only text (UTF-8 without NUL), each
  * side at most TEXT_FILE_INPUT_MAX bytes, the output within the caller's
- * byte budget and a deadline. */
+ * byte budget and the caller's deadline. */
 #include "snap.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
@@ -15,8 +15,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define DIFF_TIMEOUT_MS 10000
 
 /* Whether the object (already known to be at most TEXT_FILE_INPUT_MAX
  * bytes) is text: valid UTF-8 with no NUL. */
@@ -36,7 +34,7 @@ static bool is_text(const char *path)
 }
 
 json_t *snap_text_diff(const char *store, const char *path, const char *from, uint64_t from_size,
-		       const char *to, uint64_t to_size, size_t *budget, const char **reason)
+		       const char *to, uint64_t to_size, size_t *budget, int timeout_ms, const char **reason)
 {
 	char pa[PATH_MAX] = "/dev/null", pb[PATH_MAX] = "/dev/null", la[PATH_MAX + 8] = "/dev/null",
 	     lb[PATH_MAX + 8] = "/dev/null", diff[PATH_MAX];
@@ -70,7 +68,7 @@ json_t *snap_text_diff(const char *store, const char *path, const char *from, ui
 			       .die_with_parent = true };
 	struct sbx_capture c;
 	struct sbx_error e;
-	if (sbx_spawn_capture(&s, DIFF_TIMEOUT_MS, *budget, &c, &e) != 0) {
+	if (sbx_spawn_capture(&s, timeout_ms, *budget, &c, &e) != 0) {
 		*reason = "no-diff-program";
 		return NULL;
 	}

@@ -306,3 +306,21 @@ two_versions() {
     assert_success
     cmp "$WORK/xfs/ws/big" "$WORK/xfs/r/big"
 }
+
+@test "text diffs share one deadline (--max-text-ms): none starts once it has passed, each change says so" {
+    mkdir "$WORK/w"
+    ref="ws-$(stat -c %d "$WORK/w")-$(stat -c %i "$WORK/w")"
+    for i in 1 2 3; do printf 'one\ntwo\n' > "$WORK/w/t$i.txt"; done
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    for i in 1 2 3; do printf 'one\nTWO\n' > "$WORK/w/t$i.txt"; done
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text
+    assert_success
+    [ "$(jq -r '[.changes[] | has("text")] | all' <<<"$output")" = true ]
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text --max-text-ms 0
+    assert_success
+    [ "$(jq -r '[.changes[].textOmitted] | join(" ")' <<<"$output")" = "deadline deadline deadline" ]
+    [ "$(jq -r '"\(.text.files) \(.text.truncated)"' <<<"$output")" = "0 true" ]
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text --max-text-ms 600001
+    assert_failure 2
+}
