@@ -80,14 +80,19 @@ int run_speculative_prepare(struct run *r, uid_t uid, gid_t gid, bool as_root, s
 	return 0;
 }
 
+/* The room the workspace left (0: no limit); at least one, so a full
+ * workspace still refuses the first write rather than none. */
+static uint64_t room(uint64_t max, uint64_t used)
+{
+	return !max ? 0 : max > used ? max - used : 1;
+}
+
 enum sbx_quota_state run_speculative_quota(struct run *r, uint64_t *bytes)
 {
 	struct run_speculative *s = &r->spec;
-	uint64_t max_bytes = r->req.max_workspace_bytes, max_files = r->req.max_workspace_files;
-	/* The room the workspace left; at least one byte and one name, so a
-	 * full workspace still refuses the first write rather than none. */
-	uint64_t room_bytes = !max_bytes ? 0 : max_bytes > s->lower_bytes ? max_bytes - s->lower_bytes : 1;
-	uint64_t room_files = !max_files ? 0 : max_files > s->lower_names ? max_files - s->lower_names : 1;
+	uint64_t max_files = r->req.max_workspace_files;
+	uint64_t room_bytes = room(r->req.max_workspace_bytes, s->lower_bytes);
+	uint64_t room_files = room(max_files, s->lower_names);
 	enum sbx_quota_state q = sbx_quota_check_at(s->upper, room_bytes, room_files, bytes);
 	*bytes += s->lower_bytes;
 	return q;
@@ -132,7 +137,8 @@ void run_speculative_finish(struct run *r)
 		drop(r, r->ran ? "the run ended with a failure class: nothing of it is kept" : "the workload never ran");
 		return;
 	}
-	json_t *set = change_set_read(s->upper, s->xattrs, &r->before, r->req.ws.fd, &e);
+	json_t *set = change_set_read(s->upper, s->xattrs, &r->before, r->req.ws.fd,
+				      room(r->req.max_workspace_bytes, s->lower_bytes), &e);
 	struct stat ws;
 	int exec = open(r->exec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char *text = set ? json_dumps(set, JSON_COMPACT) : NULL;

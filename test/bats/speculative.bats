@@ -192,6 +192,22 @@ changed() {
     [[ "$stderr" == *speculative.keepSeconds* ]]
 }
 
+@test "hard links that the quota charges once, but a commit would copy per name, count per name: the change is not kept" {
+    echo base > "$WS/base"
+    before=$(tree_sum "$WS")
+    # One 300 kB inode (charged once while the run runs) under eleven names.
+    spec_run l1 'head -c 300000 /dev/zero > f && for i in $(seq 10); do ln f l$i; done' \
+        '{"speculative": true, "maxWorkspaceBytes": 1000000}'
+    [ "$(jq -r .failureClass <<<"$result")" = resource-exhausted ] || fail "$result"
+    [ "$(jq -r .state <<<"$pending")" = discarded ]
+    [ ! -e "$STATE/l1/speculative/layer" ] && [ ! -e "$STATE/l1/pending.json" ]
+    [ "$(tree_sum "$WS")" = "$before" ]
+    # Two names fit: the change is pending, and its commit copies both.
+    spec_run l2 'head -c 300000 /dev/zero > f && ln f l1' '{"speculative": true, "maxWorkspaceBytes": 1000000}'
+    assert_success
+    [ "$(jq -r '"\(.state) \(.bytes)"' <<<"$pending")" = "pending 600000" ]
+}
+
 @test "over HTTP: the result carries the change's id; commit is 409 once the workspace changed, unless forced; discard" {
     export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
     export SCIENTIFIC_ENVS=0
