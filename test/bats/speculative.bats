@@ -208,6 +208,18 @@ changed() {
     [ "$(jq -r '"\(.state) \(.bytes)"' <<<"$pending")" = "pending 600000" ]
 }
 
+@test "a change set is bounded in the bytes of its paths, not only in names: past 64 MiB the change is not kept" {
+    before=$(tree_sum "$WS")
+    # 17500 fifos at paths of 4015 bytes: 70 MB of paths, well under the name cap.
+    spec_run p1 'd=$(printf "%0250d" 0); p=$d; for i in $(seq 14); do p=$p/$d; done
+        mkdir -p "$p" && cd "$p" && seq -f "%0250g" 17500 | xargs mkfifo'
+    [ "$(jq -r .failureClass <<<"$result")" = resource-exhausted ] || fail "$(head -c 600 <<<"$result")"
+    [[ "$(jq -r .error <<<"$result")" == *"paths hold more than"* ]]
+    [ "$(jq -r .state <<<"$pending")" = discarded ]
+    [ ! -e "$STATE/p1/speculative/layer" ] && [ ! -e "$STATE/p1/pending.json" ]
+    [ "$(tree_sum "$WS")" = "$before" ]
+}
+
 @test "over HTTP: the result carries the change's id; commit is 409 once the workspace changed, unless forced; discard" {
     export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
     export SCIENTIFIC_ENVS=0
