@@ -119,11 +119,18 @@ static void drop(struct run *r, const char *why)
 	s->report = json_pack("{s:s,s:s,s:s}", "id", r->req.execution_id, "state", "discarded", "reason", why);
 }
 
+/* The first n entries of list, while their paths fit the result's bytes. */
 static json_t *head(json_t *list, size_t n)
 {
 	json_t *out = json_array();
-	for (size_t i = 0; i < n && i < json_array_size(list); i++)
-		json_array_append(out, json_array_get(list, i));
+	size_t bytes = 0;
+	for (size_t i = 0; i < n && i < json_array_size(list); i++) {
+		json_t *x = json_array_get(list, i);
+		bytes += json_string_length(json_object_get(x, "path"));
+		if (bytes > SPECULATIVE_RESULT_PATH_BYTES)
+			break;
+		json_array_append(out, x);
+	}
 	return out;
 }
 
@@ -173,11 +180,11 @@ void run_speculative_finish(struct run *r)
 	if (pending_write(exec, record, &e) != 0) {
 		drop(r, e.message);
 	} else {
-		json_t *list = json_object_get(set, "changes");
+		json_t *list = json_object_get(set, "changes"), *listed = head(list, SPECULATIVE_RESULT_CHANGES);
 		s->report = json_pack("{s:s,s:s,s:s,s:O,s:O,s:o,s:b,s:o,s:s}", "id", r->req.execution_id, "state", "pending",
 				      "expiresAt", expires, "counts", json_object_get(set, "counts"), "bytes",
-				      json_object_get(set, "bytes"), "changes", head(list, SPECULATIVE_RESULT_CHANGES),
-				      "changesTruncated", json_array_size(list) > SPECULATIVE_RESULT_CHANGES, "skipped",
+				      json_object_get(set, "bytes"), "changes", listed,
+				      "changesTruncated", json_array_size(list) > json_array_size(listed), "skipped",
 				      head(json_object_get(set, "skipped"), 1000), "changesFile", changes);
 	}
 	json_decref(record);

@@ -220,6 +220,18 @@ changed() {
     [ "$(tree_sum "$WS")" = "$before" ]
 }
 
+@test "the result lists changes up to 4 MiB of paths (a result stays readable however long its paths); changes.json has all" {
+    # 1500 files at paths of 4015 bytes: 6 MB of paths.
+    spec_run r1 'd=$(printf "%0250d" 0); p=$d; for i in $(seq 14); do p=$p/$d; done
+        mkdir -p "$p" && cd "$p" && seq -f "%0250g" 1500 | xargs touch'
+    assert_success
+    [ "$(jq -r .state <<<"$pending")" = pending ]
+    [ "$(jq -r .changesTruncated <<<"$pending")" = true ]
+    listed=$(jq -r '.changes | length' <<<"$pending")
+    [ "$listed" -lt 1100 ] && [ "$listed" -gt 1000 ]
+    [ "$(jq -r '.changes | length' "$STATE/r1/changes.json")" = 1515 ]
+}
+
 @test "over HTTP: the result carries the change's id; commit is 409 once the workspace changed, unless forced; discard" {
     export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
     export SCIENTIFIC_ENVS=0
