@@ -324,3 +324,21 @@ two_versions() {
     run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text --max-text-ms 600001
     assert_failure 2
 }
+
+@test "a text diff's labels quote a file name with a newline: the name adds no line to the diff" {
+    mkdir "$WORK/w"
+    ref="ws-$(stat -c %d "$WORK/w")-$(stat -c %i "$WORK/w")"
+    name=$'x\n+++ bashrc\n@@ -0,0 +1 @@\n+pwned'
+    printf 'one\n' > "$WORK/w/$name"
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    printf 'two\n' > "$WORK/w/$name"
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text
+    assert_success
+    expected='--- "a/x\n+++ bashrc\n@@ -0,0 +1 @@\n+pwned"
++++ "b/x\n+++ bashrc\n@@ -0,0 +1 @@\n+pwned"
+@@ -1 +1 @@
+-one
++two'
+    [ "$(jq -r '.changes[0].text' <<<"$output")" = "$expected" ]
+}
