@@ -13,6 +13,7 @@ setup() {
 }
 
 teardown() {
+    [ -z "${LEASE_PID:-}" ] || kill "$LEASE_PID" 2>/dev/null || true
     [ -z "${HTTPD_PID:-}" ] || httpd_stop
     # A change a failed test left pending: overlayfs made its work/work 000.
     find "$WORK" -type d -perm 000 -exec chmod 700 {} + 2>/dev/null || true
@@ -230,6 +231,27 @@ changed() {
     listed=$(jq -r '.changes | length' <<<"$pending")
     [ "$listed" -lt 1100 ] && [ "$listed" -gt 1000 ]
     [ "$(jq -r '.changes | length' "$STATE/r1/changes.json")" = 1515 ]
+}
+
+@test "a commit waits a bounded time for the lease when asked (--lease-wait-ms): busy, the change still pending" {
+    spec_run b1 'echo mine > mine'
+    assert_success
+    lock="$STATE/locks/ws-$(stat -c %d "$WS")-$(stat -c %i "$WS").lock"
+    mkdir -p "$STATE/locks"
+    rm -f "$WORK/held" && mkfifo "$WORK/held"
+    flock --no-fork "$lock" sh -c 'echo held > "$1"; exec sleep 60' sh "$WORK/held" &
+    LEASE_PID=$!
+    await_fifo "$WORK/held"
+    run --separate-stderr sbx-run commit --lease-wait-ms 200 "$STATE/b1"
+    assert_failure 2
+    [[ "$stderr" == *'"code":"busy"'* ]]
+    [ ! -e "$WS/mine" ] && [ "$(jq -r .state "$STATE/b1/pending.json")" = pending ]
+    kill "$LEASE_PID"
+    wait "$LEASE_PID" 2>/dev/null || true
+    LEASE_PID=
+    run sbx-run commit --lease-wait-ms 5000 "$STATE/b1"
+    assert_success
+    [ "$(cat "$WS/mine")" = mine ]
 }
 
 @test "over HTTP: the result carries the change's id; commit is 409 once the workspace changed, unless forced; discard" {
