@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 int sbx_lease_take(const char *state_dir, int wsfd, void (*on_wait)(void *), void *arg,
@@ -51,5 +53,36 @@ int sbx_lease_take(const char *state_dir, int wsfd, void (*on_wait)(void *), voi
 			return -1;
 		}
 	}
+	return fd;
+}
+
+static volatile sig_atomic_t lease_timed_out;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	lease_timed_out = 1;
+}
+
+static bool timed_out(void)
+{
+	return lease_timed_out != 0;
+}
+
+int sbx_lease_take_within(const char *state_dir, int wsfd, unsigned wait_ms, struct sbx_error *e)
+{
+	/* SIGALRM without SA_RESTART interrupts the flock. */
+	struct sigaction sa = { .sa_handler = on_alarm };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval t = { .it_value = { .tv_sec = wait_ms / 1000, .tv_usec = (suseconds_t)(wait_ms % 1000) * 1000 + 1 } };
+	lease_timed_out = 0;
+	setitimer(ITIMER_REAL, &t, NULL);
+	bool queued;
+	int fd = sbx_lease_take(state_dir, wsfd, NULL, NULL, timed_out, &queued, e);
+	struct itimerval off = { 0 };
+	setitimer(ITIMER_REAL, &off, NULL);
+	if (fd < 0 && !strcmp(e->code, "cancelled"))
+		sbx_error_set(e, SBX_EXIT_USAGE, "busy", "Workspace is busy: a run holds its lease (waited %u ms)", wait_ms);
 	return fd;
 }

@@ -15,4 +15,9 @@
 int sbx_lease_take(const char *state_dir, int wsfd, void (*on_wait)(void *), void *arg,
 		   bool (*cancelled)(void), bool *queued, struct sbx_error *e);
 
+/* The same, waiting at most wait_ms (SIGALRM interrupts the flock; the
+ * process's SIGALRM handler is replaced): -1 with the error code "busy"
+ * once that has passed. */
+int sbx_lease_take_within(const char *state_dir, int wsfd, unsigned wait_ms, struct sbx_error *e);
+
 #endif

@@ -96,6 +96,8 @@ static bool parse(struct req *r, const char *what, const json_t *doc, struct ask
 		size_t i;
 		json_t *n;
 		json_array_foreach(names, i, n) {
+			if (a->n_names == FORKS_MAX)
+				break; /* more than fit: refused above, never stored */
 			if (!json_is_string(n))
 				bad = bad ? bad : "names must be strings";
 			a->names[a->n_names++] = json_string_value(n);

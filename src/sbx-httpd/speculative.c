@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #define COMMIT_TIMEOUT_MS (30 * 60 * 1000) /* a commit waits for the workspace's lease, then copies */
+#define COMMIT_LEASE_WAIT "600000"          /* ms of that for the lease: the copy is never cut short */
 #define COMMIT_OUTPUT_CAP (8u << 20)
 #define SWEEP_TIMEOUT_MS 60000
 
@@ -66,7 +67,7 @@ static unsigned locate(struct req *r, const char *id, char internal[32], enum MH
 static unsigned status_of(const struct sbx_error *e)
 {
 	if (!strcmp(e->code, "workspace-changed") || !strcmp(e->code, "not-pending") ||
-	    !strcmp(e->code, "workspace-gone"))
+	    !strcmp(e->code, "workspace-gone") || !strcmp(e->code, "busy"))
 		return 409;
 	if (!strcmp(e->code, "not-speculative") || !strcmp(e->code, "not-found"))
 		return 404;
@@ -93,10 +94,14 @@ enum MHD_Result handle_speculative(struct req *r, const char *id, bool commit)
 		return sent;
 	snprintf(leaf, sizeof(leaf), "runs/%s", internal);
 	sbx_data_path(g_server.cfg.data_dir, SBX_DATA_RUNNER_EXECUTIONS, leaf, dir, sizeof(dir));
-	const char *argv[] = { g_server.prog.run, commit ? "commit" : "discard", dir, NULL, NULL };
-	if (commit && force) {
-		argv[2] = "--force";
-		argv[3] = dir;
+	const char *argv[] = { g_server.prog.run, commit ? "commit" : "discard", dir, NULL, NULL, NULL, NULL };
+	if (commit) {
+		size_t n = 2;
+		argv[n++] = "--lease-wait-ms";
+		argv[n++] = COMMIT_LEASE_WAIT;
+		if (force)
+			argv[n++] = "--force";
+		argv[n] = dir;
 	}
 	struct sbx_spawn s = { .argv = argv, .stdin_fd = -1, .die_with_parent = true };
 	struct sbx_error e;

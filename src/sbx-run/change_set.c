@@ -21,7 +21,7 @@ struct ctx {
 	size_t n_upper, cap_upper;
 	char **opaque;  /* opaque directories that were directories before */
 	size_t n_opaque, cap_opaque;
-	uint64_t bytes;
+	uint64_t bytes, max_bytes;
 };
 
 int change_set_digest(int fd, char out[65])
@@ -142,6 +142,14 @@ static int file_change(struct ctx *c, const struct upper_entry *x, const struct 
 	char hex[65];
 	int fd = openat(x->parent, x->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && c->max_bytes && (uint64_t)st.st_size > c->max_bytes - c->bytes) {
+		sbx_error_set(e, SBX_EXIT_RESOURCE, "quota-exceeded",
+			      "the speculative run's changes: its files hold more than the %llu bytes the workspace quota "
+			      "leaves (each name of a hard link counts: a commit copies it)",
+			      (unsigned long long)c->max_bytes);
+		close(fd);
+		return -1;
+	}
 	if (fd < 0 || fstat(fd, &st) != 0 || st.st_ino != x->st->st_ino || change_set_digest(fd, hex) != 0) {
 		sbx_error_set(e, SBX_EXIT_INTERNAL, "upper-unreadable", "the speculative run's changes: %.600s: %s", x->path,
 			      strerror(errno));
@@ -255,9 +263,10 @@ static void count(json_t *counts, const char *key)
 }
 
 json_t *change_set_read(int upper, const char *xattr_ns, const struct sbx_snap_scan *before, int ws,
-			struct sbx_error *e)
+			uint64_t max_bytes, struct sbx_error *e)
 {
-	struct ctx c = { .before = before, .ws = ws, .changes = json_array(), .skipped = json_array() };
+	struct ctx c = { .before = before, .ws = ws, .changes = json_array(), .skipped = json_array(),
+			 .max_bytes = max_bytes };
 	json_t *out = NULL;
 	if (upper_walk(upper, xattr_ns, visit, &c, e) == 0) {
 		qsort(c.upper, c.n_upper, sizeof(char *), by_string);

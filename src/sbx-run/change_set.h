@@ -14,9 +14,12 @@
 /* {changes: [{path, change, type, size?, sha256?, target?, previous?}],
  * skipped: [{path, type, reason}], counts: {created, modified, deleted,
  * typeChanged, skipped}, bytes} sorted by path; ws (the lower layer, a
- * directory fd) gives a modified file's previous digest. NULL with e. */
+ * directory fd) gives a modified file's previous digest. Every file name
+ * counts its whole size against max_bytes (0: none): a commit copies each
+ * name of a hard-linked inode, which the run's quota charged once.
+ * NULL with e. */
 json_t *change_set_read(int upper, const char *xattr_ns, const struct sbx_snap_scan *before, int ws,
-			struct sbx_error *e);
+			uint64_t max_bytes, struct sbx_error *e);
 
 /* The sha256 of a regular file below parent, opened without following a
  * symlink and without blocking (hex into out). 0, or -1 with errno. */

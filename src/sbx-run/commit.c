@@ -1,5 +1,6 @@
-/* commit.c — `sbx-run commit [--force] EXECUTION-DIR` applies a speculative
- * run's pending change to its workspace under the workspace lease, unless
+/* commit.c — `sbx-run commit [--force] [--lease-wait-ms N] EXECUTION-DIR`
+ * applies a speculative run's pending change to its workspace under the
+ * workspace lease (waited for at most N ms when given), unless
  * the workspace changed since the run began; `sbx-run discard
  * EXECUTION-DIR` throws it away. Either ends the pending change. */
 #include "run.h"
@@ -60,7 +61,19 @@ static json_t *counts_json(const struct apply_counts *n)
 			 (json_int_t)n->skipped, "bytes", (json_int_t)n->bytes);
 }
 
-static int commit(const char *exec_dir, int dir, json_t *doc, bool force, struct sbx_error *e)
+/* The first few skipped entries: the answer stays small whatever the
+ * workload left (each path may be 4 KiB, six times that escaped). */
+#define COMMIT_SKIPPED_LISTED 100
+
+static json_t *skipped_head(const json_t *skipped)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; i < COMMIT_SKIPPED_LISTED && i < json_array_size(skipped); i++)
+		json_array_append(out, json_array_get(skipped, i));
+	return out;
+}
+
+static int commit(const char *exec_dir, int dir, json_t *doc, bool force, long wait_ms, struct sbx_error *e)
 {
 	struct sbx_host_dir ws = SBX_HOST_DIR_NONE;
 	struct sbx_snap_scan now = { 0 };
@@ -73,7 +86,8 @@ static int commit(const char *exec_dir, int dir, json_t *doc, bool force, struct
 		sbx_error_set(e, SBX_EXIT_USAGE, "bad-path", "%.800s: no state directory above it", exec_dir);
 		return -1;
 	}
-	int lease = sbx_lease_take(state, ws.fd, NULL, NULL, NULL, &queued, e);
+	int lease = wait_ms >= 0 ? sbx_lease_take_within(state, ws.fd, (unsigned)wait_ms, e)
+				 : sbx_lease_take(state, ws.fd, NULL, NULL, NULL, &queued, e);
 	int rc = -1;
 	if (lease < 0 || sbx_snap_scan_at(ws.fd, &now, e) != 0)
 		goto out;
@@ -102,9 +116,10 @@ static int commit(const char *exec_dir, int dir, json_t *doc, bool force, struct
 		rc = pending_close(dir, doc, "committed", e);
 	}
 	if (rc == 0)
-		rc = sbx_json_answer(json_pack("{s:O,s:s,s:b,s:o,s:O}", "executionId", json_object_get(doc, "executionId"),
+		rc = sbx_json_answer(json_pack("{s:O,s:s,s:b,s:o,s:o,s:b}", "executionId", json_object_get(doc, "executionId"),
 					       "state", "committed", "forced", changed, "applied", counts_json(&n), "skipped",
-					       skipped));
+					       skipped_head(skipped), "skippedTruncated",
+					       json_array_size(skipped) > COMMIT_SKIPPED_LISTED));
 	json_decref(skipped);
 out:
 	sbx_snap_scan_free(&now);
@@ -116,8 +131,10 @@ out:
 
 int run_commit_command(int argc, char **argv, bool do_commit)
 {
-	static const struct option opts[] = { { "force", no_argument, NULL, 'f' }, { 0 } };
+	static const struct option opts[] = { { "force", no_argument, NULL, 'f' },
+					      { "lease-wait-ms", required_argument, NULL, 'w' }, { 0 } };
 	bool force = false;
+	long wait_ms = -1;
 	struct sbx_error e;
 	int c;
 	optind = 1;
@@ -125,6 +142,8 @@ int run_commit_command(int argc, char **argv, bool do_commit)
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'f' && do_commit)
 			force = true;
+		else if (c == 'w' && do_commit)
+			wait_ms = sbx_cli_parse_long("--lease-wait-ms", optarg, 0, 86400000);
 		else
 			sbx_cli_bad_option("sbx-run", argv[optind - 1]);
 	}
@@ -151,7 +170,7 @@ int run_commit_command(int argc, char **argv, bool do_commit)
 			rc = -1;
 		}
 	} else if (rc == 0) {
-		rc = commit(exec_dir, dir, doc, force, &e);
+		rc = commit(exec_dir, dir, doc, force, wait_ms, &e);
 	}
 	/* Everything freed before a failure exits: LeakSanitizer does not
 	 * count a local a noreturn call no longer needs as reachable. */

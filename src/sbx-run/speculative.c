@@ -80,14 +80,19 @@ int run_speculative_prepare(struct run *r, uid_t uid, gid_t gid, bool as_root, s
 	return 0;
 }
 
+/* The room the workspace left (0: no limit); at least one, so a full
+ * workspace still refuses the first write rather than none. */
+static uint64_t room(uint64_t max, uint64_t used)
+{
+	return !max ? 0 : max > used ? max - used : 1;
+}
+
 enum sbx_quota_state run_speculative_quota(struct run *r, uint64_t *bytes)
 {
 	struct run_speculative *s = &r->spec;
-	uint64_t max_bytes = r->req.max_workspace_bytes, max_files = r->req.max_workspace_files;
-	/* The room the workspace left; at least one byte and one name, so a
-	 * full workspace still refuses the first write rather than none. */
-	uint64_t room_bytes = !max_bytes ? 0 : max_bytes > s->lower_bytes ? max_bytes - s->lower_bytes : 1;
-	uint64_t room_files = !max_files ? 0 : max_files > s->lower_names ? max_files - s->lower_names : 1;
+	uint64_t max_files = r->req.max_workspace_files;
+	uint64_t room_bytes = room(r->req.max_workspace_bytes, s->lower_bytes);
+	uint64_t room_files = room(max_files, s->lower_names);
 	enum sbx_quota_state q = sbx_quota_check_at(s->upper, room_bytes, room_files, bytes);
 	*bytes += s->lower_bytes;
 	return q;
@@ -114,11 +119,18 @@ static void drop(struct run *r, const char *why)
 	s->report = json_pack("{s:s,s:s,s:s}", "id", r->req.execution_id, "state", "discarded", "reason", why);
 }
 
+/* The first n entries of list, while their paths fit the result's bytes. */
 static json_t *head(json_t *list, size_t n)
 {
 	json_t *out = json_array();
-	for (size_t i = 0; i < n && i < json_array_size(list); i++)
-		json_array_append(out, json_array_get(list, i));
+	size_t bytes = 0;
+	for (size_t i = 0; i < n && i < json_array_size(list); i++) {
+		json_t *x = json_array_get(list, i);
+		bytes += json_string_length(json_object_get(x, "path"));
+		if (bytes > SPECULATIVE_RESULT_PATH_BYTES)
+			break;
+		json_array_append(out, x);
+	}
 	return out;
 }
 
@@ -132,7 +144,8 @@ void run_speculative_finish(struct run *r)
 		drop(r, r->ran ? "the run ended with a failure class: nothing of it is kept" : "the workload never ran");
 		return;
 	}
-	json_t *set = change_set_read(s->upper, s->xattrs, &r->before, r->req.ws.fd, &e);
+	json_t *set = change_set_read(s->upper, s->xattrs, &r->before, r->req.ws.fd,
+				      room(r->req.max_workspace_bytes, s->lower_bytes), &e);
 	struct stat ws;
 	int exec = open(r->exec_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char *text = set ? json_dumps(set, JSON_COMPACT) : NULL;
@@ -167,11 +180,11 @@ void run_speculative_finish(struct run *r)
 	if (pending_write(exec, record, &e) != 0) {
 		drop(r, e.message);
 	} else {
-		json_t *list = json_object_get(set, "changes");
+		json_t *list = json_object_get(set, "changes"), *listed = head(list, SPECULATIVE_RESULT_CHANGES);
 		s->report = json_pack("{s:s,s:s,s:s,s:O,s:O,s:o,s:b,s:o,s:s}", "id", r->req.execution_id, "state", "pending",
 				      "expiresAt", expires, "counts", json_object_get(set, "counts"), "bytes",
-				      json_object_get(set, "bytes"), "changes", head(list, SPECULATIVE_RESULT_CHANGES),
-				      "changesTruncated", json_array_size(list) > SPECULATIVE_RESULT_CHANGES, "skipped",
+				      json_object_get(set, "bytes"), "changes", listed,
+				      "changesTruncated", json_array_size(list) > json_array_size(listed), "skipped",
 				      head(json_object_get(set, "skipped"), 1000), "changesFile", changes);
 	}
 	json_decref(record);

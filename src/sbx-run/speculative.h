@@ -13,6 +13,8 @@
 #include <sys/types.h>
 
 #define SPECULATIVE_RESULT_CHANGES 10000 /* changes a result lists; changes.json holds all */
+#define SPECULATIVE_RESULT_PATH_BYTES (4u << 20) /* and their paths together (each list), so a result
+                                                   * stays readable however its paths escape */
 
 struct run;
 

@@ -15,6 +15,7 @@ struct walk_ctx {
 	upper_fn fn;
 	void *ctx;
 	struct sbx_error *e;
+	uint64_t path_bytes;
 	int failed;
 };
 
@@ -65,6 +66,14 @@ static int on_entry(struct sbx_walk *w, const struct sbx_walk_entry *x)
 	if (sbx_walk_path(w, x, path, sizeof(path)) < 0) {
 		sbx_error_set(c->e, SBX_EXIT_RESOURCE, "path-too-long", "the speculative run's changes: a path over %d bytes: %.200s...",
 			      PATH_MAX, path);
+		c->failed = 1;
+		return SBX_WALK_STOP;
+	}
+	c->path_bytes += strlen(path) + 1;
+	if (c->path_bytes > UPPER_MAX_PATH_BYTES) {
+		sbx_error_set(c->e, SBX_EXIT_RESOURCE, "too-many-changes",
+			      "the speculative run's changes: their paths hold more than %u bytes together",
+			      UPPER_MAX_PATH_BYTES);
 		c->failed = 1;
 		return SBX_WALK_STOP;
 	}

@@ -14,6 +14,7 @@
 
 #define UPPER_MAX_NAMES 1000000u /* names in a change set, whatever the quota allowed */
 #define UPPER_MAX_DEPTH 512      /* SBX_WORKSPACE_MAX_DEPTH: deeper went with the run's end */
+#define UPPER_MAX_PATH_BYTES (64u << 20) /* all its paths together: what the change set holds in memory */
 
 enum upper_kind { UPPER_WHITEOUT, UPPER_DIR, UPPER_FILE, UPPER_SYMLINK, UPPER_OTHER };
 
@@ -34,7 +35,8 @@ typedef int (*upper_fn)(void *ctx, const struct upper_entry *x, struct sbx_error
  * xattr_ns names the overlay's marks: "trusted" (mounted as root) or
  * "user" (userxattr, mounted in a user namespace); the other namespace
  * is the workload's own data. 0, or -1 with e: an entry that cannot be
- * read, a path over PATH_MAX, more than UPPER_MAX_NAMES names, or a
+ * read, a path over PATH_MAX, more than UPPER_MAX_NAMES names or
+ * UPPER_MAX_PATH_BYTES bytes of paths, or a
  * redirect or metacopy mark (the overlay is mounted without them). */
 int upper_walk(int upper, const char *xattr_ns, upper_fn fn, void *ctx, struct sbx_error *e);
 

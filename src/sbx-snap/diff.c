@@ -3,6 +3,7 @@
  * request a unified diff of each changed text file, bounded in files and
  * bytes. */
 #include "snap.h"
+#include "../lib/clock.h"
 #include "../lib/exitcodes.h"
 #include "../lib/json.h"
 
@@ -37,10 +38,13 @@ int snap_changes(const json_t *ea, const json_t *eb, int (*visit)(const json_t *
 	return 0;
 }
 
+#define DIFF_TIMEOUT_MS 10000 /* one file's diff */
+
 struct diff {
 	const struct args *a;
 	json_t *created, *modified, *deleted, *changes;
 	size_t text_files, text_budget, text_used;
+	long long text_deadline; /* sbx_mono_ms: no diff starts after it */
 	bool text_truncated;
 };
 
@@ -73,15 +77,19 @@ static void add_text(struct diff *d, json_t *change, const json_t *x, const json
 		return; /* a directory or a symlink on one side: no text */
 	if (x && y && json_equal(json_object_get(x, "digest"), json_object_get(y, "digest")))
 		return; /* the exec bit alone changed */
+	long long left_ms = d->text_deadline - sbx_mono_ms();
 	if (d->text_files >= d->a->text_files) {
 		reason = "files";
+	} else if (left_ms <= 0) {
+		reason = "deadline";
 	} else {
 		size_t left = d->text_budget - d->text_used, before = left;
 		text = snap_text_diff(d->a->store, sbx_json_string_or(y ? y : x, "path", ""),
 				      x ? sbx_json_string_or(x, "digest", "") : NULL,
 				      x ? (uint64_t)json_integer_value(json_object_get(x, "size")) : 0,
 				      y ? sbx_json_string_or(y, "digest", "") : NULL,
-				      y ? (uint64_t)json_integer_value(json_object_get(y, "size")) : 0, &left, &reason);
+				      y ? (uint64_t)json_integer_value(json_object_get(y, "size")) : 0, &left,
+				      left_ms < DIFF_TIMEOUT_MS ? (int)left_ms : DIFF_TIMEOUT_MS, &reason);
 		d->text_used += before - left;
 		if (text)
 			d->text_files++;
@@ -90,7 +98,7 @@ static void add_text(struct diff *d, json_t *change, const json_t *x, const json
 		json_object_set_new(change, "text", text);
 	else if (reason) {
 		json_object_set_new(change, "textOmitted", json_string(reason));
-		d->text_truncated |= !strcmp(reason, "files") || !strcmp(reason, "budget");
+		d->text_truncated |= !strcmp(reason, "files") || !strcmp(reason, "budget") || !strcmp(reason, "deadline");
 	}
 }
 
@@ -138,7 +146,8 @@ json_t *snap_diff(const struct args *a, const char *from, const char *to, struct
 		return NULL;
 	}
 	struct diff d = { .a = a, .created = json_array(), .modified = json_array(), .deleted = json_array(),
-			  .changes = json_array(), .text_budget = a->text_bytes };
+			  .changes = json_array(), .text_budget = a->text_bytes,
+			  .text_deadline = sbx_mono_ms() + a->text_ms };
 	snap_changes(json_object_get(ma, "entries"), json_object_get(mb, "entries"), visit, &d);
 	json_decref(ma);
 	json_decref(mb);

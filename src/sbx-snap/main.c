@@ -18,7 +18,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: sbx-snap commit WORKSPACE --store DIR [--ref NAME] [--max-manifest-bytes N]\n"
-		"       sbx-snap diff A B --store DIR [WS] [--text [--max-text-files N] [--max-text-bytes N]]\n"
+		"       sbx-snap diff A B --store DIR [WS] [--text [--max-text-files N] [--max-text-bytes N]\n"
+		"                [--max-text-ms N]]\n"
 		"       sbx-snap restore DIGEST DIR --store DIR\n"
 		"       sbx-snap restore VERSION --store DIR WS [--state-dir DIR] [--lease-wait-ms N] [--no-verify]\n"
 		"       sbx-snap versions --store DIR WS\n"
@@ -41,7 +42,7 @@ static void usage(FILE *out)
 
 enum { O_STORE = 's', O_REF = 'r', O_MANIFEST = 'm', O_KEEP = 'k', O_AGE = 'a', O_LOCK = 'l', O_WS = 'w',
        O_WS_FD = 'W', O_TEXT = 't', O_TEXT_FILES = 'F', O_TEXT_BYTES = 'B', O_INTO = 'i', O_INTO_FD = 'I',
-       O_STATE = 'S', O_WAIT = 'L', O_MAX_BYTES = 'M', O_NO_VERIFY = 'n' };
+       O_STATE = 'S', O_WAIT = 'L', O_MAX_BYTES = 'M', O_NO_VERIFY = 'n', O_TEXT_MS = 'T' };
 
 static void option(struct args *a, int c, const char *arg)
 {
@@ -59,6 +60,7 @@ static void option(struct args *a, int c, const char *arg)
 	case O_TEXT: a->text = true; break;
 	case O_TEXT_FILES: a->text_files = (unsigned)sbx_cli_parse_long("--max-text-files", arg, 0, TEXT_FILES_MAX); break;
 	case O_TEXT_BYTES: a->text_bytes = (unsigned)sbx_cli_parse_long("--max-text-bytes", arg, 0, TEXT_BYTES_MAX); break;
+	case O_TEXT_MS: a->text_ms = (unsigned)sbx_cli_parse_long("--max-text-ms", arg, 0, TEXT_MS_MAX); break;
 	case O_INTO:
 	case O_INTO_FD:
 		if (a->n_into + a->n_into_fd == FORK_MAX)
@@ -90,6 +92,7 @@ static void parse(int argc, char **argv, struct args *a)
 		{ "text", no_argument, NULL, O_TEXT },
 		{ "max-text-files", required_argument, NULL, O_TEXT_FILES },
 		{ "max-text-bytes", required_argument, NULL, O_TEXT_BYTES },
+		{ "max-text-ms", required_argument, NULL, O_TEXT_MS },
 		{ "into", required_argument, NULL, O_INTO },
 		{ "into-fd", required_argument, NULL, O_INTO_FD },
 		{ "state-dir", required_argument, NULL, O_STATE },
@@ -106,6 +109,7 @@ static void parse(int argc, char **argv, struct args *a)
 	a->workspace_fd = -1;
 	a->text_files = TEXT_FILES_DEFAULT;
 	a->text_bytes = TEXT_BYTES_DEFAULT;
+	a->text_ms = TEXT_MS_DEFAULT;
 	a->lease_wait_ms = 30000;
 	opterr = 0;
 	optind = 2;

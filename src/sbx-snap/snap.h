@@ -18,6 +18,8 @@
 #define TEXT_BYTES_DEFAULT (256 * 1024)    /* --max-text-bytes: all diffs together */
 #define TEXT_BYTES_MAX (16 * 1024 * 1024)
 #define TEXT_FILE_INPUT_MAX (4 * 1024 * 1024) /* a side larger than this is not diffed */
+#define TEXT_MS_DEFAULT 60000              /* --max-text-ms: all diffs together */
+#define TEXT_MS_MAX 600000
 
 struct args {
 	const char *store, *ref, *workspace, *state_dir;
@@ -27,7 +29,7 @@ struct args {
 	uint64_t max_manifest, max_bytes;
 	struct sbx_snap_gc_opts gc;
 	bool gc_options, text, no_verify;
-	unsigned text_files, text_bytes, lease_wait_ms;
+	unsigned text_files, text_bytes, text_ms, lease_wait_ms;
 	const char *into[FORK_MAX];
 	int into_fd[FORK_MAX];
 	int n_into, n_into_fd;
@@ -89,10 +91,11 @@ int snap_changes(const json_t *a, const json_t *b, int (*visit)(const json_t *a,
  * --text a unified diff of text files, bounded). */
 json_t *snap_diff(const struct args *a, const char *from, const char *to, struct sbx_error *e);
 /* text_diff.c: `diff -u` of two stored objects (NULL: empty) as a string
- * of at most *budget bytes (reduced by what it used); NULL and a reason
- * ("binary", "too-large", "budget") when there is none. */
+ * of at most *budget bytes (reduced by what it used), given at most
+ * timeout_ms; NULL and a reason ("binary", "too-large", "budget",
+ * "too-slow") when there is none. */
 json_t *snap_text_diff(const char *store, const char *path, const char *from, uint64_t from_size,
-		       const char *to, uint64_t to_size, size_t *budget, const char **reason);
+		       const char *to, uint64_t to_size, size_t *budget, int timeout_ms, const char **reason);
 
 /* fork.c: N new workspaces from one version; whether a directory (any
  * fd of it, O_PATH too) holds nothing. */

@@ -2,7 +2,7 @@
  * diff(1) from diffutils (Essential on Debian: no diff algorithm of our
  * own), given the store's objects: only text (UTF-8 without NUL), each
  * side at most TEXT_FILE_INPUT_MAX bytes, the output within the caller's
- * byte budget and a deadline. */
+ * byte budget and the caller's deadline. */
 #include "snap.h"
 #include "../lib/io.h"
 #include "../lib/json.h"
@@ -15,8 +15,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define DIFF_TIMEOUT_MS 10000
 
 /* Whether the object (already known to be at most TEXT_FILE_INPUT_MAX
  * bytes) is text: valid UTF-8 with no NUL. */
@@ -35,11 +33,38 @@ static bool is_text(const char *path)
 	return text;
 }
 
-json_t *snap_text_diff(const char *store, const char *path, const char *from, uint64_t from_size,
-		       const char *to, uint64_t to_size, size_t *budget, const char **reason)
+/* prefix/path as diff's label: as it is, or quoted as git quotes a name
+ * (in double quotes, with C escapes) when it holds a control character, a
+ * double quote or a backslash: a file's name never adds a line to the
+ * diff (a "\n+++ b/other" in it would retarget a patch). */
+static void label(const char *prefix, const char *path, char *out, size_t size)
 {
-	char pa[PATH_MAX] = "/dev/null", pb[PATH_MAX] = "/dev/null", la[PATH_MAX + 8] = "/dev/null",
-	     lb[PATH_MAX + 8] = "/dev/null", diff[PATH_MAX];
+	size_t n = 0;
+	bool quote = false;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		quote |= *p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\';
+	if (!quote) {
+		snprintf(out, size, "%s%s", prefix, path);
+		return;
+	}
+	n += (size_t)snprintf(out, size, "\"%s", prefix);
+	for (const unsigned char *p = (const unsigned char *)path; *p && n + 6 < size; p++) {
+		const char *esc = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '"' ? "\\\"" : *p == '\\' ? "\\\\" : NULL;
+		if (esc)
+			n += (size_t)snprintf(out + n, size - n, "%s", esc);
+		else if (*p < 0x20 || *p == 0x7f)
+			n += (size_t)snprintf(out + n, size - n, "\\%03o", *p);
+		else
+			out[n++] = (char)*p;
+	}
+	snprintf(out + n, size - n, "\"");
+}
+
+json_t *snap_text_diff(const char *store, const char *path, const char *from, uint64_t from_size,
+		       const char *to, uint64_t to_size, size_t *budget, int timeout_ms, const char **reason)
+{
+	char pa[PATH_MAX] = "/dev/null", pb[PATH_MAX] = "/dev/null", la[4 * PATH_MAX + 8] = "/dev/null",
+	     lb[4 * PATH_MAX + 8] = "/dev/null", diff[PATH_MAX];
 	if (from_size > TEXT_FILE_INPUT_MAX || to_size > TEXT_FILE_INPUT_MAX) {
 		*reason = "too-large";
 		return NULL;
@@ -53,9 +78,9 @@ json_t *snap_text_diff(const char *store, const char *path, const char *from, ui
 		return NULL;
 	}
 	if (from)
-		snprintf(la, sizeof(la), "a/%s", path);
+		label("a/", path, la, sizeof(la));
 	if (to)
-		snprintf(lb, sizeof(lb), "b/%s", path);
+		label("b/", path, lb, sizeof(lb));
 	if (!*budget) {
 		*reason = "budget";
 		return NULL;
@@ -70,7 +95,7 @@ json_t *snap_text_diff(const char *store, const char *path, const char *from, ui
 			       .die_with_parent = true };
 	struct sbx_capture c;
 	struct sbx_error e;
-	if (sbx_spawn_capture(&s, DIFF_TIMEOUT_MS, *budget, &c, &e) != 0) {
+	if (sbx_spawn_capture(&s, timeout_ms, *budget, &c, &e) != 0) {
 		*reason = "no-diff-program";
 		return NULL;
 	}

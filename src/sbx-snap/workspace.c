@@ -11,11 +11,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 int snap_workspace_open(const struct args *a, struct sbx_error *e)
@@ -48,19 +46,6 @@ json_t *snap_versions(const struct args *a, struct sbx_error *e)
 			 last ? json_object_get(last, "digest") : json_null());
 }
 
-static volatile sig_atomic_t lease_timed_out;
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	lease_timed_out = 1;
-}
-
-static bool timed_out(void)
-{
-	return lease_timed_out != 0;
-}
-
 int snap_lease(const struct args *a, int wsfd, struct sbx_error *e)
 {
 	char state[PATH_MAX], data[PATH_MAX];
@@ -69,23 +54,8 @@ int snap_lease(const struct args *a, int wsfd, struct sbx_error *e)
 	else if (sbx_data_dir(data, sizeof(data)) != 0 ||
 		 sbx_data_path(data, SBX_DATA_EXECUTIONS, NULL, state, sizeof(state)) != 0)
 		return sbx_error_set(e, SBX_EXIT_USAGE, "path-too-long", "data directory path too long"), -1;
-	/* A run holds the lease for as long as it runs: wait a bounded time
-	 * (SIGALRM without SA_RESTART interrupts the flock). */
-	struct sigaction sa = { .sa_handler = on_alarm };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval t = { .it_value = { .tv_sec = a->lease_wait_ms / 1000,
-					     .tv_usec = (suseconds_t)(a->lease_wait_ms % 1000) * 1000 + 1 } };
-	lease_timed_out = 0;
-	setitimer(ITIMER_REAL, &t, NULL);
-	bool queued;
-	int fd = sbx_lease_take(state, wsfd, NULL, NULL, timed_out, &queued, e);
-	struct itimerval off = { 0 };
-	setitimer(ITIMER_REAL, &off, NULL);
-	if (fd < 0 && !strcmp(e->code, "cancelled"))
-		sbx_error_set(e, SBX_EXIT_USAGE, "busy", "Workspace is busy: a run holds its lease (waited %u ms)",
-			      a->lease_wait_ms);
-	return fd;
+	/* A run holds the lease for as long as it runs: wait a bounded time. */
+	return sbx_lease_take_within(state, wsfd, a->lease_wait_ms, e);
 }
 
 json_t *snap_commit_workspace(const struct args *a, int wsfd, struct sbx_error *e)

@@ -126,6 +126,12 @@ two_versions() {
     api POST /workspace-versions/fork --data-binary "{\"workspaceRoot\":\"$PROJECT\",\"count\":65}"
     assert_equal "$status_code" 400
     [[ "$(jq_out .error)" == count* ]]
+    # More names than a fork takes: refused, and the server still answers.
+    api POST /workspace-versions/fork --data-binary "$(jq -cn --arg ws "$PROJECT" '{workspaceRoot: $ws, names: [range(200) | "n\(.)"]}')"
+    assert_equal "$status_code" 400
+    [[ "$(jq_out .error)" == names* ]]
+    api GET "/workspace-versions?workspaceRoot=$PROJECT"
+    assert_equal "$status_code" 200
     api POST /workspace-versions/fork --data-binary "{\"workspaceRoot\":\"$PROJECT\",\"names\":[\"../x\"]}"
     assert_equal "$status_code" 400
     api POST /workspace-versions/fork --data-binary "{\"workspaceRoot\":\"$PROJECT\",\"names\":[\"p2\"]}"
@@ -299,4 +305,40 @@ two_versions() {
         "$WORK/xfs/r" --store "$WORK/xfs/st"
     assert_success
     cmp "$WORK/xfs/ws/big" "$WORK/xfs/r/big"
+}
+
+@test "text diffs share one deadline (--max-text-ms): none starts once it has passed, each change says so" {
+    mkdir "$WORK/w"
+    ref="ws-$(stat -c %d "$WORK/w")-$(stat -c %i "$WORK/w")"
+    for i in 1 2 3; do printf 'one\ntwo\n' > "$WORK/w/t$i.txt"; done
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    for i in 1 2 3; do printf 'one\nTWO\n' > "$WORK/w/t$i.txt"; done
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text
+    assert_success
+    [ "$(jq -r '[.changes[] | has("text")] | all' <<<"$output")" = true ]
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text --max-text-ms 0
+    assert_success
+    [ "$(jq -r '[.changes[].textOmitted] | join(" ")' <<<"$output")" = "deadline deadline deadline" ]
+    [ "$(jq -r '"\(.text.files) \(.text.truncated)"' <<<"$output")" = "0 true" ]
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text --max-text-ms 600001
+    assert_failure 2
+}
+
+@test "a text diff's labels quote a file name with a newline: the name adds no line to the diff" {
+    mkdir "$WORK/w"
+    ref="ws-$(stat -c %d "$WORK/w")-$(stat -c %i "$WORK/w")"
+    name=$'x\n+++ bashrc\n@@ -0,0 +1 @@\n+pwned'
+    printf 'one\n' > "$WORK/w/$name"
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    printf 'two\n' > "$WORK/w/$name"
+    sbx-snap commit "$WORK/w" --store "$WORK/st" --ref "$ref" > /dev/null
+    run --separate-stderr sbx-snap diff latest~1 latest --workspace "$WORK/w" --store "$WORK/st" --text
+    assert_success
+    expected='--- "a/x\n+++ bashrc\n@@ -0,0 +1 @@\n+pwned"
++++ "b/x\n+++ bashrc\n@@ -0,0 +1 @@\n+pwned"
+@@ -1 +1 @@
+-one
++two'
+    [ "$(jq -r '.changes[0].text' <<<"$output")" = "$expected" ]
 }

@@ -13,6 +13,7 @@ setup() {
 }
 
 teardown() {
+    [ -z "${LEASE_PID:-}" ] || kill "$LEASE_PID" 2>/dev/null || true
     [ -z "${HTTPD_PID:-}" ] || httpd_stop
     # A change a failed test left pending: overlayfs made its work/work 000.
     find "$WORK" -type d -perm 000 -exec chmod 700 {} + 2>/dev/null || true
@@ -192,6 +193,67 @@ changed() {
     [[ "$stderr" == *speculative.keepSeconds* ]]
 }
 
+@test "hard links that the quota charges once, but a commit would copy per name, count per name: the change is not kept" {
+    echo base > "$WS/base"
+    before=$(tree_sum "$WS")
+    # One 300 kB inode (charged once while the run runs) under eleven names.
+    spec_run l1 'head -c 300000 /dev/zero > f && for i in $(seq 10); do ln f l$i; done' \
+        '{"speculative": true, "maxWorkspaceBytes": 1000000}'
+    [ "$(jq -r .failureClass <<<"$result")" = resource-exhausted ] || fail "$result"
+    [ "$(jq -r .state <<<"$pending")" = discarded ]
+    [ ! -e "$STATE/l1/speculative/layer" ] && [ ! -e "$STATE/l1/pending.json" ]
+    [ "$(tree_sum "$WS")" = "$before" ]
+    # Two names fit: the change is pending, and its commit copies both.
+    spec_run l2 'head -c 300000 /dev/zero > f && ln f l1' '{"speculative": true, "maxWorkspaceBytes": 1000000}'
+    assert_success
+    [ "$(jq -r '"\(.state) \(.bytes)"' <<<"$pending")" = "pending 600000" ]
+}
+
+@test "a change set is bounded in the bytes of its paths, not only in names: past 64 MiB the change is not kept" {
+    before=$(tree_sum "$WS")
+    # 17500 fifos at paths of 4015 bytes: 70 MB of paths, well under the name cap.
+    spec_run p1 'd=$(printf "%0250d" 0); p=$d; for i in $(seq 14); do p=$p/$d; done
+        mkdir -p "$p" && cd "$p" && seq -f "%0250g" 17500 | xargs mkfifo'
+    [ "$(jq -r .failureClass <<<"$result")" = resource-exhausted ] || fail "$(head -c 600 <<<"$result")"
+    [[ "$(jq -r .error <<<"$result")" == *"paths hold more than"* ]]
+    [ "$(jq -r .state <<<"$pending")" = discarded ]
+    [ ! -e "$STATE/p1/speculative/layer" ] && [ ! -e "$STATE/p1/pending.json" ]
+    [ "$(tree_sum "$WS")" = "$before" ]
+}
+
+@test "the result lists changes up to 4 MiB of paths (a result stays readable however long its paths); changes.json has all" {
+    # 1500 files at paths of 4015 bytes: 6 MB of paths.
+    spec_run r1 'd=$(printf "%0250d" 0); p=$d; for i in $(seq 14); do p=$p/$d; done
+        mkdir -p "$p" && cd "$p" && seq -f "%0250g" 1500 | xargs touch'
+    assert_success
+    [ "$(jq -r .state <<<"$pending")" = pending ]
+    [ "$(jq -r .changesTruncated <<<"$pending")" = true ]
+    listed=$(jq -r '.changes | length' <<<"$pending")
+    [ "$listed" -lt 1100 ] && [ "$listed" -gt 1000 ]
+    [ "$(jq -r '.changes | length' "$STATE/r1/changes.json")" = 1515 ]
+}
+
+@test "a commit waits a bounded time for the lease when asked (--lease-wait-ms): busy, the change still pending" {
+    spec_run b1 'echo mine > mine'
+    assert_success
+    lock="$STATE/locks/ws-$(stat -c %d "$WS")-$(stat -c %i "$WS").lock"
+    mkdir -p "$STATE/locks"
+    rm -f "$WORK/held" && mkfifo "$WORK/held"
+    flock --no-fork "$lock" sh -c 'echo held > "$1"; exec sleep 60' sh "$WORK/held" &
+    LEASE_PID=$!
+    await_fifo "$WORK/held"
+    run --separate-stderr sbx-run commit --lease-wait-ms 200 "$STATE/b1"
+    assert_failure 2
+    [[ "$stderr" == *'"code":"busy"'* ]]
+    [ ! -e "$WS/mine" ] && [ "$(jq -r .state "$STATE/b1/pending.json")" = pending ]
+    kill "$LEASE_PID"
+    wait "$LEASE_PID" 2>/dev/null || true
+    LEASE_PID=
+    run sbx-run commit --lease-wait-ms 5000 "$STATE/b1"
+    assert_success
+    [ "$(cat "$WS/mine")" = mine ]
+}
+
 @test "over HTTP: the result carries the change's id; commit is 409 once the workspace changed, unless forced; discard" {
     export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
     export SCIENTIFIC_ENVS=0
@@ -235,4 +297,26 @@ changed() {
     [ ! -e "$PROJECT/three" ]
     api POST "/shell-executions/nope/commit"
     [ "$status_code" = 404 ]
+}
+
+@test "over HTTP: a commit past thousands of long-named fifos answers, its skipped list capped (the change set has them all)" {
+    export SCIENCE_AGENT_DATA_DIR="$WORK/data" SCIENCE_AGENT_RUNNER_TOKEN="$TOKEN" SCIENCE_AGENT_RUNNER_PORT=0
+    export SCIENTIFIC_ENVS=0
+    unset SBX_DATA_DIR SCIENCE_AGENT_RUNNER_SOCKET
+    PROJECT="$WORK/data/projects/p1"
+    httpd_start
+    mkdir -p "$PROJECT"
+    chmod 777 "$PROJECT"
+    # 2300 fifos at paths of 4015 bytes: a full skipped list is over 8 MiB.
+    signed /execute-shell "$(shell_request f1 'echo kept > kept; d=$(printf "%0250d" 0); p=$d; for i in $(seq 14); do p=$p/$d; done
+        mkdir -p "$p" && cd "$p" && seq -f "%0250g" 2300 | xargs mkfifo' '{"speculative": true}')"
+    [ "$status_code" = 200 ] || fail "$status_code $(head -c 300 <<<"$output")"
+    [ "$(jq -r '.exitCode' <<<"$output")" = 0 ] || fail "$(jq -c '{exitCode, stderr}' <<<"$output" | head -c 600)"
+    id=$(jq -r .speculative.id <<<"$output")
+    [ "$(jq -r .speculative.counts.skipped <<<"$output")" = 2300 ]
+    api POST "/shell-executions/$id/commit"
+    [ "$status_code" = 200 ] || fail "$status_code $(head -c 300 <<<"$output")"
+    [ "$(jq -r '"\(.state) \(.applied.skipped) \(.skipped | length) \(.skippedTruncated)"' <<<"$output")" = "committed 2300 100 true" ]
+    [ "$(cat "$PROJECT/kept")" = kept ]
+    [ -z "$(find "$PROJECT" -type p)" ]
 }
