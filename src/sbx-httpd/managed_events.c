@@ -68,11 +68,11 @@ void managed_events_take(struct managed_events *q, const char *id, const char *n
 	json_object_del(copy, "mac");
 	char *text = json_dumps(copy, JSON_COMPACT);
 	if (text && strlen(text) > STORE_EVENT_MAX) {
-		json_t *stub = json_pack("{s:s,s:O?,s:s,s:b,s:I}", "event", name, "at", json_object_get(copy, "at"),
+		json_t *omitted = json_pack("{s:s,s:O?,s:s,s:b,s:I}", "event", name, "at", json_object_get(copy, "at"),
 					 "executionId", id, "omitted", 1, "bytes", (json_int_t)strlen(text));
 		free(text);
-		text = stub ? json_dumps(stub, JSON_COMPACT) : NULL;
-		json_decref(stub);
+		text = omitted ? json_dumps(omitted, JSON_COMPACT) : NULL;
+		json_decref(omitted);
 	}
 	json_decref(copy);
 	if (text)
